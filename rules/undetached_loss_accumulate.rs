@@ -1,0 +1,120 @@
+use crate::prelude::*;
+use crate::semantic::{unwrap_parens, AssignOp};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a running total that lives across iterations (`total += loss`,
+    /// `total = total + loss`, `self.running -= loss`) being accumulated from a tensor
+    /// that carries its autograd graph, with grad enabled.
+    ///
+    /// ## Why is this bad?
+    /// `total + loss` is a new tensor whose graph links to both operands, so the total
+    /// chains every iteration's graph to the next: nothing that any step produced can be
+    /// freed until the total dies. It is the classic "memory grows every epoch" bug of
+    /// loss logging; with model outputs (`total += out.sum()` in an evaluation loop) it
+    /// keeps every activation too.
+    ///
+    /// Not flagged: `loss.item()`/`loss.detach()`, code under `torch.no_grad()`, totals
+    /// created fresh in the same iteration, and a total that is itself backpropagated
+    /// later (summing several losses before one `backward()` is intended).
+    ///
+    /// ## Example
+    /// ```python
+    /// total_loss = 0.0
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     optimizer.zero_grad()
+    ///     total_loss += loss  # chains every step's graph
+    /// ```
+    ///
+    /// ## How to fix
+    /// Accumulate a Python number (or a detached tensor, to avoid a device sync per step):
+    /// ```python
+    ///     total_loss += loss.item()
+    ///     total_loss += loss.detach()
+    /// ```
+    pub static UNDETACHED_LOSS_ACCUMULATE = Rule {
+        code: "OOM202",
+        name: "undetached-loss-accumulate",
+        severity: Severity::Error,
+        check,
+    };
+}
+
+fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
+    for a in &model.assignments {
+        let target = unwrap_parens(a.target);
+        if !matches!(target.kind(), "identifier" | "attribute") {
+            continue;
+        }
+        let added = match a.op {
+            AssignOp::Augmented("+=" | "-=") => {
+                // `losses += [loss]` is an append (OOM201), not a sum.
+                if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") {
+                    continue;
+                }
+                a.value
+            }
+            AssignOp::Plain => {
+                // `total = total + loss` / `total = loss + total`
+                let v = unwrap_parens(a.value);
+                if v.kind() != "binary_operator" {
+                    continue;
+                }
+                let op = v.child_by_field_name("operator").map(|o| model.text(o));
+                if !matches!(op, Some("+" | "-")) {
+                    continue;
+                }
+                let (Some(l), Some(r)) =
+                    (v.child_by_field_name("left"), v.child_by_field_name("right"))
+                else {
+                    continue;
+                };
+                let t = model.text(target);
+                if model.text(unwrap_parens(l)) == t {
+                    r
+                } else if model.text(unwrap_parens(r)) == t && op == Some("+") {
+                    l
+                } else {
+                    continue;
+                }
+            }
+            _ => continue,
+        };
+        let Value::Graph(origin) = model.value(added, a.site) else {
+            continue;
+        };
+        if model.iteration(a.site).is_none()
+            || !model.grad_enabled(a.site)
+            || !model.lives_across_iterations(target, a.site)
+            || model.flows_into_backward(target, a.site)
+        {
+            continue;
+        }
+        let name = model.text(target);
+        let what = match origin {
+            Origin::Loss => "a loss",
+            Origin::Output => "a model output",
+        };
+        out.push(Diagnostic {
+            range: model.range(a.node),
+            message: format!(
+                "`{name}` accumulates {what} with its autograd graph, chaining every iteration's graph together"
+            ),
+            help: format!(
+                "accumulate `{}.item()` for logging, or `.detach()` to keep a tensor",
+                short(model.text(unwrap_parens(added)))
+            ),
+        });
+    }
+}
+
+fn short(s: &str) -> &str {
+    if s.len() > 30 || s.contains('\n') || s.contains(' ') {
+        "value"
+    } else {
+        s
+    }
+}

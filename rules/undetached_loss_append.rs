@@ -1,0 +1,132 @@
+use crate::prelude::*;
+use crate::semantic::{unwrap_parens, AssignOp, Site};
+use tree_sitter::Node;
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a tensor that still carries its autograd graph (a loss, a model output,
+    /// anything computed from them with grad enabled) being appended, inserted or stored
+    /// into a list, dict or `self.` attribute that outlives the loop iteration.
+    ///
+    /// ## Why is this bad?
+    /// A tensor keeps alive the whole graph that produced it. Stored in a container
+    /// that survives the iteration, every step's graph survives too, and memory grows
+    /// each step until CUDA runs out. How fast depends on what the graph still holds:
+    /// model outputs kept in a loop that never calls `backward()` (an evaluation loop run
+    /// with grad enabled) keep every activation, typically megabytes per batch; a loss
+    /// kept after `backward()` has released the activations keeps only the graph's nodes,
+    /// a slow leak of kilobytes per step that still ends in an OOM on long runs.
+    ///
+    /// Not flagged: detached values (`.item()`, `.detach()`, `float(...)`), code under
+    /// `torch.no_grad()`/`torch.inference_mode()` (or Lightning's `validation_step`),
+    /// containers created fresh in the same iteration, and containers that are later
+    /// backpropagated (`torch.stack(losses).sum().backward()`).
+    ///
+    /// ## Example
+    /// ```python
+    /// losses = []
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    ///     optimizer.zero_grad()
+    ///     losses.append(loss)  # keeps every step's graph alive
+    /// ```
+    ///
+    /// ## How to fix
+    /// Store a Python number for logging, or a detached tensor if you need one:
+    /// ```python
+    ///     losses.append(loss.item())     # a float
+    ///     losses.append(loss.detach())   # a tensor without the graph
+    /// ```
+    pub static UNDETACHED_LOSS_APPEND = Rule {
+        code: "OOM201",
+        name: "undetached-loss-append",
+        severity: Severity::Error,
+        check,
+    };
+}
+
+fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
+    for call in &model.calls {
+        let Some((container, method)) = model.method_call(call) else {
+            continue;
+        };
+        let value = match method {
+            "append" | "appendleft" | "extend" => model.positional_args(call.node).next(),
+            "insert" => model.positional_args(call.node).nth(1),
+            _ => continue,
+        };
+        let Some(value) = value else { continue };
+        report(model, container, value, call.node, call.site, out);
+    }
+    for a in &model.assignments {
+        let target = unwrap_parens(a.target);
+        match (a.op, target.kind()) {
+            // `history[step] = loss`
+            (AssignOp::Plain, "subscript") => {
+                if let Some(container) = target.child_by_field_name("value") {
+                    report(model, container, a.value, a.node, a.site, out);
+                }
+            }
+            // `losses += [loss]`
+            (AssignOp::Augmented("+="), _)
+                if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") =>
+            {
+                report(model, target, a.value, a.node, a.site, out);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn report(
+    model: &SemanticModel<'_>,
+    container: Node<'_>,
+    value: Node<'_>,
+    at: Node<'_>,
+    site: Site,
+    out: &mut Vec<Diagnostic>,
+) {
+    // `self.history["loss"].append(loss)`: the container lives as long as its root.
+    let mut root = unwrap_parens(container);
+    while root.kind() == "subscript" {
+        match root.child_by_field_name("value") {
+            Some(v) => root = unwrap_parens(v),
+            None => return,
+        }
+    }
+    let Value::Graph(origin) = model.value(value, site) else {
+        return;
+    };
+    if model.iteration(site).is_none()
+        || !model.grad_enabled(site)
+        || !model.lives_across_iterations(root, site)
+        || model.flows_into_backward(root, site)
+    {
+        return;
+    }
+    let what = model.text(unwrap_parens(value));
+    let what = if what.len() > 40 || what.contains('\n') {
+        match origin {
+            Origin::Loss => "the loss",
+            Origin::Output => "the model output",
+        }
+        .to_owned()
+    } else {
+        format!("`{what}`")
+    };
+    let target = model.text(container);
+    let kept = match origin {
+        Origin::Loss => "autograd graph",
+        Origin::Output => "autograd graph and activations",
+    };
+    out.push(Diagnostic {
+        range: model.range(at),
+        message: format!(
+            "{what} is stored in `{target}` with its {kept}, so every iteration's graph stays alive"
+        ),
+        help: "store `.item()` for logging, or `.detach()` to keep a tensor without its graph"
+            .to_owned(),
+    });
+}

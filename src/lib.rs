@@ -1,0 +1,27 @@
+//! oomlint: a static linter for the PyTorch code patterns that run GPUs out of memory.
+//!
+//! Data flows one way: paths are walked ([`walk`]), each file is read and parsed once
+//! ([`lint`]), a [`semantic::SemanticModel`] is built once per file, every enabled rule
+//! reads that model and pushes [`rule::Diagnostic`]s, and the engine turns them into
+//! serializable [`finding::Finding`]s that the [`render`]ers print.
+
+pub mod error;
+pub mod finding;
+pub mod lint;
+pub mod render;
+pub mod rule;
+pub mod selection;
+pub mod semantic;
+pub mod source;
+pub mod testing;
+pub mod walk;
+
+#[path = "../rules/mod.rs"]
+pub mod rules;
+
+/// What a rule file needs, in one `use`.
+pub mod prelude {
+    pub use crate::declare_rule;
+    pub use crate::rule::{Diagnostic, Rule, Severity};
+    pub use crate::semantic::{GradMode, Origin, SemanticModel, Value};
+}

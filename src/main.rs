@@ -1,0 +1,233 @@
+use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use rayon::prelude::*;
+
+use oomlint::lint::{lint_path, FileReport};
+use oomlint::render::{self, Color, Format};
+use oomlint::{rules, selection, walk};
+
+/// A fast static linter for the PyTorch code patterns that run GPUs out of memory.
+#[derive(Parser)]
+#[command(name = "oomlint", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Lint Python files (the default command: `oomlint src/` is `oomlint check src/`).
+    Check(CheckArgs),
+    /// Print the documentation of a rule.
+    Rule {
+        /// A rule code, e.g. OOM201.
+        code: String,
+    },
+    /// List all rules.
+    Rules {
+        #[arg(long, value_enum, default_value = "text")]
+        format: ListFormat,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ListFormat {
+    Text,
+    Json,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Files or directories to lint [default: .]
+    paths: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// When to colour the text output.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: Color,
+    /// Enable only these rules (codes or prefixes, comma-separated: OOM201,OOM3).
+    #[arg(long, value_delimiter = ',')]
+    select: Vec<String>,
+    /// Enable these rules in addition to the selected ones.
+    #[arg(long, value_delimiter = ',')]
+    extend_select: Vec<String>,
+    /// Disable these rules (codes or prefixes).
+    #[arg(long, value_delimiter = ',')]
+    ignore: Vec<String>,
+    /// Skip files and directories matching this glob (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    exclude: Vec<String>,
+    /// Lint files that .gitignore, .ignore and git's excludes would skip.
+    #[arg(long)]
+    no_respect_gitignore: bool,
+    /// Number of threads [default: number of CPUs].
+    #[arg(short = 'j', long)]
+    threads: Option<usize>,
+    /// Print how many findings each rule gave instead of the findings.
+    #[arg(long)]
+    statistics: bool,
+    /// Exit 0 even when there are findings.
+    #[arg(long)]
+    exit_zero: bool,
+    /// Print only the findings: no summary line.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+const SUBCOMMANDS: &[&str] = &["check", "rule", "rules", "help"];
+
+fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    // `check` is optional: `oomlint src/` and `oomlint --format json src/` lint.
+    let first = args.get(1).and_then(|a| a.to_str()).unwrap_or("");
+    let is_global_flag = matches!(first, "-h" | "--help" | "-V" | "--version");
+    if !SUBCOMMANDS.contains(&first) && !is_global_flag {
+        args.insert(1, OsString::from("check"));
+    }
+    let cli = Cli::parse_from(args);
+    match cli.command {
+        Command::Check(a) => check(a),
+        Command::Rule { code } => match rules::by_code(&code) {
+            Some(r) => {
+                println!("# {} ({})\n", r.code, r.name);
+                print!("{}", r.documentation());
+                ExitCode::SUCCESS
+            }
+            None => usage_error(&format!("unknown rule code `{code}` (see `oomlint rules`)")),
+        },
+        Command::Rules { format } => {
+            match format {
+                ListFormat::Text => {
+                    for r in rules::ALL {
+                        println!("{:<8} {:<28} {}", r.code, r.name, r.summary());
+                    }
+                }
+                ListFormat::Json => {
+                    let list: Vec<serde_json::Value> = rules::ALL
+                        .iter()
+                        .map(|r| {
+                            serde_json::json!({
+                                "code": r.code,
+                                "name": r.name,
+                                "severity": r.severity,
+                                "summary": r.summary(),
+                            })
+                        })
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&list).expect("json"));
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("oomlint: error: {msg}");
+    ExitCode::from(2)
+}
+
+fn check(a: CheckArgs) -> ExitCode {
+    let enabled = match selection::resolve(&a.select, &a.extend_select, &a.ignore) {
+        Ok(r) => r,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    let threads = a
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    if a.threads == Some(0) {
+        return usage_error("--threads must be at least 1");
+    }
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(p) => p,
+        Err(e) => return usage_error(&format!("cannot start threads: {e}")),
+    };
+    let paths = if a.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        a.paths.clone()
+    };
+    let opts = walk::WalkOptions {
+        respect_gitignore: !a.no_respect_gitignore,
+        exclude: a.exclude.clone(),
+        threads,
+    };
+    let (files, walk_errors) = walk::collect(&paths, &opts);
+    let reports: Vec<FileReport> = pool.install(|| {
+        files
+            .par_iter()
+            .map(|f| lint_path(&f.path, &f.display, &enabled))
+            .collect()
+    });
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let color = match a.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let written = if a.statistics {
+        render::render_statistics(&mut out, &reports)
+    } else {
+        render::render(&mut out, a.format, &reports, color)
+    };
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("oomlint: error: cannot write output: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    drop(out);
+
+    // Problems with files go to stderr after the findings, in path order.
+    let mut errors = walk_errors.len();
+    for e in &walk_errors {
+        eprintln!("oomlint: error: {}", render::sanitize(&e.to_string()));
+    }
+    for r in &reports {
+        for w in &r.warnings {
+            eprintln!("oomlint: warning: {}", render::sanitize(&w.to_string()));
+        }
+        for e in &r.errors {
+            errors += 1;
+            eprintln!("oomlint: error: {}", render::sanitize(&e.to_string()));
+        }
+    }
+    let n_findings: usize = reports.iter().map(|r| r.findings.len()).sum();
+    let n_files_with = reports.iter().filter(|r| !r.findings.is_empty()).count();
+    if a.format == Format::Text && !a.quiet {
+        let checked = files.len();
+        let files_word = |n: usize| if n == 1 { "file" } else { "files" };
+        if n_findings == 0 {
+            eprintln!(
+                "All checks passed ({checked} {} checked)",
+                files_word(checked)
+            );
+        } else {
+            eprintln!(
+                "Found {n_findings} {} in {n_files_with} {} ({checked} {} checked)",
+                if n_findings == 1 {
+                    "problem"
+                } else {
+                    "problems"
+                },
+                files_word(n_files_with),
+                files_word(checked)
+            );
+        }
+    }
+    if errors > 0 {
+        ExitCode::from(2)
+    } else if n_findings > 0 && !a.exit_zero {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

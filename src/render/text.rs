@@ -1,0 +1,125 @@
+//! The default format: a miette graphical report per finding, with the source snippet.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use miette::{
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+};
+
+use crate::finding::Finding;
+use crate::lint::FileReport;
+use crate::rule::Severity;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+/// A finding borrowed as a miette diagnostic, so the source is not copied per finding.
+struct Shown<'f> {
+    finding: &'f Finding,
+    message: String,
+    source: &'f NamedSource<Arc<str>>,
+}
+
+impl fmt::Debug for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Shown<'_> {}
+
+impl Diagnostic for Shown<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(format!(
+            "{} {}",
+            self.finding.code, self.finding.name
+        )))
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.finding.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(super::sanitize(&self.finding.help)))
+    }
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(self.source)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let (s, e) = self.finding.range;
+        Some(Box::new(std::iter::once(
+            LabeledSpan::new_primary_with_span(
+                Some(self.finding.name.to_owned()),
+                (s, e.saturating_sub(s)),
+            ),
+        )))
+    }
+}
+
+pub fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> io::Result<()> {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_links(false)
+        .with_width(100)
+        .with_context_lines(1);
+    for r in reports {
+        let Some(src) = &r.source else { continue };
+        let shown_src = NamedSource::new(
+            super::sanitize(&r.path),
+            Arc::<str>::from(safe_source(src).as_ref()),
+        );
+        for f in &r.findings {
+            let d = Shown {
+                finding: f,
+                message: super::sanitize(&f.message).into_owned(),
+                source: &shown_src,
+            };
+            let mut s = String::new();
+            handler
+                .render_report(&mut s, &d)
+                .map_err(|_| io::Error::other("formatting failed"))?;
+            out.write_all(s.as_bytes())?;
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The source with every control character but tab and line breaks replaced by `?`,
+/// byte for byte (ASCII controls are one byte; others are replaced by as many `?` as
+/// they have bytes), so spans stay valid and the terminal sees no escape sequences.
+fn safe_source(src: &Arc<str>) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    if !src.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(src);
+    }
+    let mut s = String::with_capacity(src.len());
+    for c in src.chars() {
+        if unsafe_char(c) {
+            for _ in 0..c.len_utf8() {
+                s.push('?');
+            }
+        } else {
+            s.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(s)
+}

@@ -1,0 +1,85 @@
+//! What a rule is: a code, a name, a severity, documentation, and a check over the
+//! semantic model of one file.
+
+use serde::Serialize;
+use std::ops::Range;
+
+use crate::semantic::SemanticModel;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// One problem a rule found, before the engine attaches file and position.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub range: Range<usize>,
+    pub message: String,
+    pub help: String,
+}
+
+pub struct Rule {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: Severity,
+    /// The rule's documentation: the doc comment of its `declare_rule!`, in Markdown.
+    pub doc: &'static str,
+    pub check: fn(&SemanticModel<'_>, &mut Vec<Diagnostic>),
+}
+
+impl Rule {
+    /// The documentation with the one leading space of each `///` line removed.
+    pub fn documentation(&self) -> String {
+        let mut out = String::with_capacity(self.doc.len());
+        for line in self.doc.lines() {
+            out.push_str(line.strip_prefix(' ').unwrap_or(line));
+            out.push('\n');
+        }
+        out.trim_end().to_owned() + "\n"
+    }
+
+    /// The first paragraph of "What it does", on one line.
+    pub fn summary(&self) -> String {
+        let doc = self.documentation();
+        let mut lines = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("## What it does"))
+            .skip(1)
+            .take_while(|l| !l.trim().is_empty() && !l.starts_with("##"));
+        let mut s = String::new();
+        for l in lines.by_ref() {
+            if !s.is_empty() {
+                s.push(' ');
+            }
+            s.push_str(l.trim());
+        }
+        s
+    }
+}
+
+/// Declares a rule whose doc comment is its documentation, the way clippy's
+/// `declare_clippy_lint!` collects doc attributes without a proc-macro.
+#[macro_export]
+macro_rules! declare_rule {
+    (
+        $(#[doc = $doc:literal])*
+        pub static $ident:ident = Rule { $($field:ident $(: $value:expr)?),* $(,)? };
+    ) => {
+        pub static $ident: $crate::rule::Rule = $crate::rule::Rule {
+            doc: concat!($($doc, "\n"),*),
+            $($field $(: $value)?),*
+        };
+    };
+}

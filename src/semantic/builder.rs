@@ -1,0 +1,849 @@
+//! The one pass over the syntax tree that collects the model's facts. Iterative (a
+//! tree cursor and explicit context stacks), so nesting depth cannot overflow the stack.
+
+use std::cell::{Cell, OnceCell, RefCell};
+
+use rustc_hash::FxHashMap;
+use tree_sitter::{Node, Tree};
+
+use super::names::{self, QualName};
+use super::*;
+
+/// A context entered at a node and left when the walk leaves that node.
+struct Frame {
+    node_id: usize,
+    kind: FrameKind,
+}
+
+enum FrameKind {
+    Scope(ScopeId),
+    Loop(LoopId),
+    Grad(GradMode),
+}
+
+/// A context that starts at a child (a loop's body, a `with` block), not at the node
+/// where it is discovered.
+struct Pending {
+    node_id: usize,
+    kind: FrameKind,
+}
+
+struct Builder<'a> {
+    m: SemanticModel<'a>,
+    frames: Vec<Frame>,
+    pending: Vec<Pending>,
+    scope: ScopeId,
+    /// Innermost loop per entry of the scope stack (loops don't cross function bodies).
+    loop_: Option<LoopId>,
+    grad: GradMode,
+    /// Names declared `global`/`nonlocal` per function scope.
+    globals: Vec<(ScopeId, &'a str)>,
+}
+
+pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
+    let root = tree.root_node();
+    let m = SemanticModel {
+        source,
+        root,
+        scopes: vec![Scope {
+            kind: ScopeKind::Module,
+            name: "<module>",
+            node: root,
+            parent: None,
+            decorators: Vec::new(),
+            bases: Vec::new(),
+            class: None,
+            params: Vec::new(),
+            returns: Vec::new(),
+        }],
+        loops: Vec::new(),
+        calls: Vec::new(),
+        assignments: Vec::new(),
+        bindings: Vec::new(),
+        backwards: Vec::new(),
+        first_syntax_error: None,
+        names: FxHashMap::default(),
+        imports: FxHashMap::default(),
+        functions: FxHashMap::default(),
+        classes: FxHashMap::default(),
+        callees: Vec::new(),
+        callers: Vec::new(),
+        iterated: Vec::new(),
+        loop_callees: Vec::new(),
+        backward_flow: OnceCell::new(),
+        binding_values: RefCell::new(Vec::new()),
+        return_values: RefCell::new(Vec::new()),
+        scope_grad: RefCell::new(Vec::new()),
+        depth_exceeded: Cell::new(false),
+    };
+    let mut b = Builder {
+        m,
+        frames: Vec::new(),
+        pending: Vec::new(),
+        scope: 0,
+        loop_: None,
+        grad: GradMode::Default,
+        globals: Vec::new(),
+    };
+    b.walk(root);
+    b.finish()
+}
+
+impl<'a> Builder<'a> {
+    fn site(&self) -> Site {
+        Site {
+            scope: self.scope,
+            loop_: self.loop_,
+            grad: self.grad,
+        }
+    }
+
+    fn text(&self, n: Node<'_>) -> &'a str {
+        self.m.text(n)
+    }
+
+    fn walk(&mut self, root: Node<'a>) {
+        let mut cursor = root.walk();
+        'outer: loop {
+            let node = cursor.node();
+            self.enter(node);
+            if cursor.goto_first_child() {
+                continue;
+            }
+            loop {
+                self.leave(cursor.node());
+                if cursor.goto_next_sibling() {
+                    continue 'outer;
+                }
+                if !cursor.goto_parent() {
+                    break 'outer;
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, node_id: usize, kind: FrameKind) {
+        match kind {
+            FrameKind::Scope(s) => {
+                // Save the outer loop and grad mode in a frame below the scope's.
+                self.frames.push(Frame {
+                    node_id,
+                    kind: FrameKind::Loop(self.loop_.map_or(u32::MAX, |l| l)),
+                });
+                self.frames.push(Frame {
+                    node_id,
+                    kind: FrameKind::Grad(self.grad),
+                });
+                self.frames.push(Frame {
+                    node_id,
+                    kind: FrameKind::Scope(self.scope),
+                });
+                self.scope = s;
+                self.loop_ = None;
+                // A function body starts with no grad context of its own: what holds
+                // there comes from its decorators, or from its callers.
+                self.grad = GradMode::Default;
+            }
+            FrameKind::Loop(l) => {
+                self.frames.push(Frame {
+                    node_id,
+                    kind: FrameKind::Loop(self.loop_.map_or(u32::MAX, |l| l)),
+                });
+                self.loop_ = Some(l);
+            }
+            FrameKind::Grad(g) => {
+                self.frames.push(Frame {
+                    node_id,
+                    kind: FrameKind::Grad(self.grad),
+                });
+                self.grad = g;
+            }
+        }
+    }
+
+    fn leave(&mut self, node: Node<'a>) {
+        let id = node.id();
+        while let Some(f) = self.frames.last() {
+            if f.node_id != id {
+                break;
+            }
+            let f = self.frames.pop().expect("frame");
+            match f.kind {
+                FrameKind::Scope(s) => self.scope = s,
+                FrameKind::Loop(l) => self.loop_ = (l != u32::MAX).then_some(l),
+                FrameKind::Grad(g) => self.grad = g,
+            }
+        }
+    }
+
+    fn enter(&mut self, node: Node<'a>) {
+        if let Some(i) = self.pending.iter().rposition(|p| p.node_id == node.id()) {
+            let p = self.pending.remove(i);
+            self.push(p.node_id, p.kind);
+        }
+        if self.m.first_syntax_error.is_none() && (node.is_error() || node.is_missing()) {
+            self.m.first_syntax_error = Some(node.start_byte());
+        }
+        match node.kind() {
+            "function_definition" => self.enter_function(node),
+            "lambda" => self.enter_lambda(node),
+            "class_definition" => self.enter_class(node),
+            "for_statement" => self.enter_loop(node, LoopKind::For),
+            "while_statement" => self.enter_loop(node, LoopKind::While),
+            "for_in_clause" => {
+                if let Some(left) = node.child_by_field_name("left") {
+                    let value = node.child_by_field_name("right");
+                    self.bind_target(left, value, BindingKind::ForTarget, left.end_byte());
+                }
+            }
+            "with_statement" => self.enter_with(node),
+            "call" => self.enter_call(node),
+            "assignment" => self.enter_assignment(node, AssignOp::Plain),
+            "augmented_assignment" => {
+                let op = node
+                    .child_by_field_name("operator")
+                    .map(|o| self.text(o))
+                    .unwrap_or("");
+                self.enter_assignment(node, AssignOp::Augmented(op));
+            }
+            "expression_statement" => self.enter_statement(node),
+            "return_statement" => {
+                if let Some(v) = node.named_child(0) {
+                    if v.kind() != "comment" {
+                        if let Some(f) = self.m.function_of(self.scope) {
+                            let site = self.site();
+                            self.m.scopes[f as usize].returns.push((v, site));
+                        }
+                    }
+                }
+            }
+            "import_statement" | "import_from_statement" => self.enter_import(node),
+            "global_statement" | "nonlocal_statement" => {
+                let mut c = node.walk();
+                for n in node.named_children(&mut c) {
+                    if n.kind() == "identifier" {
+                        let name = self.text(n);
+                        self.globals.push((self.scope, name));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn new_scope(&mut self, scope: Scope<'a>) -> ScopeId {
+        let id = self.m.scopes.len() as ScopeId;
+        self.m.scopes.push(scope);
+        id
+    }
+
+    fn enter_function(&mut self, node: Node<'a>) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or("");
+        let mut decorators = Vec::new();
+        if let Some(p) = node.parent().filter(|p| p.kind() == "decorated_definition") {
+            let mut c = p.walk();
+            for d in p.named_children(&mut c) {
+                if d.kind() == "decorator" {
+                    if let Some(e) = d.named_child(0) {
+                        decorators.push(e);
+                    }
+                }
+            }
+        }
+        let mut params = Vec::new();
+        if let Some(ps) = node.child_by_field_name("parameters") {
+            let mut c = ps.walk();
+            for p in ps.named_children(&mut c) {
+                if let Some(id) = param_name(p) {
+                    params.push(self.text(id));
+                }
+            }
+        }
+        let parent = self.scope;
+        let class = (self.m.scope(parent).kind == ScopeKind::Class).then_some(parent);
+        // The name is bound in the enclosing scope.
+        self.m
+            .functions
+            .entry((parent, name))
+            .or_insert(self.m.scopes.len() as ScopeId);
+        self.add_binding(
+            NameKey::Local(parent, name),
+            BindingKind::Definition,
+            name,
+            None,
+            None,
+            node.start_byte(),
+        );
+        let grad = decorators
+            .iter()
+            .filter_map(|d| self.grad_effect(*d))
+            .last()
+            .or_else(|| {
+                (class.is_some() && names::is_no_grad_hook(name)).then_some(GradMode::Disabled)
+            });
+        let id = self.new_scope(Scope {
+            kind: ScopeKind::Function,
+            name,
+            node,
+            parent: Some(parent),
+            decorators,
+            bases: Vec::new(),
+            class,
+            params,
+            returns: Vec::new(),
+        });
+        self.push(node.id(), FrameKind::Scope(id));
+        if let Some(g) = grad {
+            self.push(node.id(), FrameKind::Grad(g));
+        }
+        let params: Vec<&'a str> = self.m.scope(id).params.clone();
+        for p in params {
+            self.add_binding(
+                NameKey::Local(id, p),
+                BindingKind::Parameter,
+                p,
+                None,
+                None,
+                node.start_byte(),
+            );
+        }
+    }
+
+    fn enter_lambda(&mut self, node: Node<'a>) {
+        let mut params = Vec::new();
+        if let Some(ps) = node.child_by_field_name("parameters") {
+            let mut c = ps.walk();
+            for p in ps.named_children(&mut c) {
+                if let Some(id) = param_name(p) {
+                    params.push(self.text(id));
+                }
+            }
+        }
+        let id = self.new_scope(Scope {
+            kind: ScopeKind::Lambda,
+            name: "<lambda>",
+            node,
+            parent: Some(self.scope),
+            decorators: Vec::new(),
+            bases: Vec::new(),
+            class: None,
+            params: params.clone(),
+            returns: Vec::new(),
+        });
+        self.push(node.id(), FrameKind::Scope(id));
+        for p in params {
+            self.add_binding(
+                NameKey::Local(id, p),
+                BindingKind::Parameter,
+                p,
+                None,
+                None,
+                node.start_byte(),
+            );
+        }
+        if let Some(body) = node.child_by_field_name("body") {
+            let site = self.site();
+            self.m.scopes[id as usize].returns.push((body, site));
+        }
+    }
+
+    fn enter_class(&mut self, node: Node<'a>) {
+        let name = node
+            .child_by_field_name("name")
+            .map(|n| self.text(n))
+            .unwrap_or("");
+        let mut bases = Vec::new();
+        if let Some(sup) = node.child_by_field_name("superclasses") {
+            let mut c = sup.walk();
+            for b in sup.named_children(&mut c) {
+                if matches!(b.kind(), "identifier" | "attribute" | "subscript" | "call") {
+                    bases.push(if b.kind() == "subscript" {
+                        b.child_by_field_name("value").unwrap_or(b)
+                    } else {
+                        b
+                    });
+                }
+            }
+        }
+        let parent = self.scope;
+        self.add_binding(
+            NameKey::Local(parent, name),
+            BindingKind::Definition,
+            name,
+            None,
+            None,
+            node.start_byte(),
+        );
+        let id = self.new_scope(Scope {
+            kind: ScopeKind::Class,
+            name,
+            node,
+            parent: Some(parent),
+            decorators: Vec::new(),
+            bases,
+            class: None,
+            params: Vec::new(),
+            returns: Vec::new(),
+        });
+        self.m.classes.entry(name).or_insert(id);
+        self.push(node.id(), FrameKind::Scope(id));
+    }
+
+    fn enter_loop(&mut self, node: Node<'a>, kind: LoopKind) {
+        let Some(body) = node.child_by_field_name("body") else {
+            return;
+        };
+        let id = self.m.loops.len() as LoopId;
+        let iter = node.child_by_field_name("right");
+        self.m.loops.push(Loop {
+            kind,
+            node,
+            body,
+            iter,
+            scope: self.scope,
+            parent: self.loop_,
+        });
+        self.pending.push(Pending {
+            node_id: body.id(),
+            kind: FrameKind::Loop(id),
+        });
+        if kind == LoopKind::For {
+            if let Some(left) = node.child_by_field_name("left") {
+                // The target is rebound at the top of every iteration.
+                let saved = self.loop_;
+                self.loop_ = Some(id);
+                self.bind_target(left, iter, BindingKind::ForTarget, left.end_byte());
+                self.loop_ = saved;
+            }
+        }
+    }
+
+    fn enter_with(&mut self, node: Node<'a>) {
+        let Some(body) = node.child_by_field_name("body") else {
+            return;
+        };
+        let mut c = node.walk();
+        let mut grad = None;
+        for clause in node.named_children(&mut c) {
+            if clause.kind() != "with_clause" {
+                continue;
+            }
+            let mut c2 = clause.walk();
+            for item in clause.named_children(&mut c2) {
+                let Some(mut value) = item.child_by_field_name("value") else {
+                    continue;
+                };
+                if value.kind() == "as_pattern" {
+                    let expr = value.named_child(0);
+                    if let (Some(expr), Some(alias)) = (expr, value.child_by_field_name("alias")) {
+                        let target = alias.named_child(0).unwrap_or(alias);
+                        self.bind_target(target, Some(expr), BindingKind::WithAs, alias.end_byte());
+                        value = expr;
+                    }
+                }
+                if let Some(g) = self.grad_effect(value) {
+                    grad = Some(g);
+                }
+            }
+        }
+        if let Some(g) = grad {
+            self.pending.push(Pending {
+                node_id: body.id(),
+                kind: FrameKind::Grad(g),
+            });
+        }
+    }
+
+    /// The grad mode a context manager or decorator establishes, if it is one of torch's.
+    fn grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
+        let (callee, call) = if expr.kind() == "call" {
+            (expr.child_by_field_name("function")?, Some(expr))
+        } else {
+            (expr, None)
+        };
+        let q = self.m.qualified(callee)?;
+        if !q.is_torch()
+            || q.segments()[1..q.segments().len() - 1]
+                .iter()
+                .any(|s| !matches!(*s, "autograd" | "grad_mode"))
+        {
+            return None;
+        }
+        let first_arg = call.and_then(|c| {
+            self.m
+                .positional_args(c)
+                .next()
+                .or_else(|| self.m.keyword_arg(c, "mode"))
+        });
+        let arg = first_arg.map(|a| self.text(a));
+        match q.last()? {
+            "no_grad" => Some(GradMode::Disabled),
+            "inference_mode" => match arg {
+                Some("False") => None,
+                Some("True") | None => Some(GradMode::Disabled),
+                Some(_) => Some(GradMode::Unknown),
+            },
+            "enable_grad" => Some(GradMode::Enabled),
+            "set_grad_enabled" => match arg {
+                Some("False") => Some(GradMode::Disabled),
+                Some("True") => Some(GradMode::Enabled),
+                _ => Some(GradMode::Unknown),
+            },
+            _ => None,
+        }
+    }
+
+    fn enter_statement(&mut self, node: Node<'a>) {
+        // `torch.set_grad_enabled(False)` as a statement holds until the end of its block.
+        let Some(expr) = node.named_child(0) else {
+            return;
+        };
+        if expr.kind() != "call" {
+            return;
+        }
+        let Some(callee) = expr.child_by_field_name("function") else {
+            return;
+        };
+        let is_set = self
+            .m
+            .qualified(callee)
+            .is_some_and(|q| q.is_torch() && q.last() == Some("set_grad_enabled"));
+        if !is_set {
+            return;
+        }
+        if let (Some(g), Some(parent)) = (self.grad_effect(expr), node.parent()) {
+            self.push(parent.id(), FrameKind::Grad(g));
+        }
+    }
+
+    fn enter_call(&mut self, node: Node<'a>) {
+        let Some(function) = node.child_by_field_name("function") else {
+            return;
+        };
+        let idx = self.m.calls.len() as u32;
+        self.m.calls.push(Call {
+            node,
+            function,
+            arguments: node.child_by_field_name("arguments"),
+            site: self.site(),
+        });
+        if let Some(loss) = self.backward_loss(node, function) {
+            self.m.backwards.push(Backward { call: idx, loss });
+        }
+    }
+
+    /// The expression a call backpropagates: `loss` in `loss.backward()`,
+    /// `scaler.scale(loss).backward()`, `accelerator.backward(loss)`,
+    /// `self.manual_backward(loss)`, `torch.autograd.backward(loss)`.
+    fn backward_loss(&self, call: Node<'a>, function: Node<'a>) -> Option<Node<'a>> {
+        if function.kind() != "attribute" {
+            return None;
+        }
+        let method = self.text(function.child_by_field_name("attribute")?);
+        let recv = function.child_by_field_name("object")?;
+        let first_arg = || self.m.positional_args(call).next();
+        match method {
+            "manual_backward" => first_arg(),
+            "backward" => {
+                if let Some(q) = self.m.qualified(recv) {
+                    if q.is_torch() && q.last() == Some("autograd") {
+                        return first_arg().or_else(|| self.m.keyword_arg(call, "tensors"));
+                    }
+                    let last = q.last().unwrap_or("");
+                    if names::is_backward_engine(last) {
+                        return first_arg();
+                    }
+                }
+                let recv = unwrap_parens(recv);
+                // `scaler.scale(loss).backward()`
+                if recv.kind() == "call" {
+                    if let Some(f) = recv.child_by_field_name("function") {
+                        if f.kind() == "attribute"
+                            && f.child_by_field_name("attribute").map(|a| self.text(a))
+                                == Some("scale")
+                        {
+                            return self.m.positional_args(recv).next();
+                        }
+                    }
+                }
+                Some(recv)
+            }
+            _ => None,
+        }
+    }
+
+    fn enter_assignment(&mut self, node: Node<'a>, op: AssignOp<'a>) {
+        let (Some(target), Some(mut value)) = (
+            node.child_by_field_name("left"),
+            node.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        // `a = b = v`: every target gets the innermost value.
+        while value.kind() == "assignment" {
+            match value.child_by_field_name("right") {
+                Some(v) => value = v,
+                None => break,
+            }
+        }
+        self.m.assignments.push(Assignment {
+            node,
+            target,
+            value,
+            op,
+            site: self.site(),
+        });
+        let kind = match op {
+            AssignOp::Plain => BindingKind::Assign,
+            AssignOp::Augmented(_) => BindingKind::Augmented,
+        };
+        self.bind_target(target, Some(value), kind, node.end_byte());
+    }
+
+    /// Binds every name in an assignment target (unpacking included).
+    fn bind_target(
+        &mut self,
+        target: Node<'a>,
+        value: Option<Node<'a>>,
+        kind: BindingKind,
+        pos: usize,
+    ) {
+        match target.kind() {
+            "pattern_list" | "tuple_pattern" | "list_pattern" | "expression_list" | "tuple"
+            | "list" => {
+                let mut c = target.walk();
+                let elems: Vec<Node<'a>> = target
+                    .named_children(&mut c)
+                    .filter(|n| n.kind() != "comment")
+                    .collect();
+                for (i, e) in elems.into_iter().enumerate() {
+                    let e = unwrap_parens(e);
+                    if let Some(key) = self.target_key(e) {
+                        let name = self.text(e);
+                        self.add_binding(key, kind, name, value, Some(i as u32), pos);
+                    }
+                }
+            }
+            _ => {
+                let t = unwrap_parens(target);
+                if let Some(key) = self.target_key(t) {
+                    let name = self.text(t);
+                    self.add_binding(key, kind, name, value, None, pos);
+                }
+            }
+        }
+    }
+
+    fn target_key(&self, t: Node<'a>) -> Option<NameKey<'a>> {
+        match t.kind() {
+            "identifier" => {
+                let name = self.text(t);
+                let scope = if self.globals.contains(&(self.scope, name)) {
+                    self.global_scope_of(name)
+                } else {
+                    self.scope
+                };
+                Some(NameKey::Local(scope, name))
+            }
+            "attribute" => self.m.name_key(t, self.scope),
+            _ => None,
+        }
+    }
+
+    fn global_scope_of(&self, _name: &str) -> ScopeId {
+        0
+    }
+
+    fn add_binding(
+        &mut self,
+        key: NameKey<'a>,
+        kind: BindingKind,
+        name: &'a str,
+        value: Option<Node<'a>>,
+        index: Option<u32>,
+        pos: usize,
+    ) {
+        let owner = match key {
+            NameKey::Local(s, _) | NameKey::Attr(s, _) => s,
+        };
+        let id = self.m.bindings.len() as BindingId;
+        self.m.bindings.push(Binding {
+            kind,
+            name,
+            value,
+            index,
+            pos,
+            site: self.site(),
+            owner,
+        });
+        self.m.names.entry(key).or_default().push(id);
+    }
+
+    fn enter_import(&mut self, node: Node<'a>) {
+        let module = node
+            .child_by_field_name("module_name")
+            .filter(|m| m.kind() == "dotted_name");
+        let mut c = node.walk();
+        let names: Vec<Node<'a>> = node.children_by_field_name("name", &mut c).collect();
+        for n in names {
+            let (dotted, alias) = match n.kind() {
+                "aliased_import" => (
+                    n.child_by_field_name("name"),
+                    n.child_by_field_name("alias").map(|a| self.text(a)),
+                ),
+                _ => (Some(n), None),
+            };
+            let Some(dotted) = dotted else { continue };
+            let mut q = QualName::default();
+            if let Some(m) = module {
+                push_dotted(&mut q, m, self.m.source);
+            }
+            if module.is_none() && node.kind() == "import_from_statement" {
+                // Relative import (`from . import x`): not a torch name.
+                q.push(".");
+            }
+            push_dotted(&mut q, dotted, self.m.source);
+            let bound = match (alias, node.kind()) {
+                (Some(a), _) => a,
+                (None, "import_statement") => {
+                    // `import torch.nn` binds `torch`.
+                    let first = dotted.named_child(0).map(|f| self.text(f)).unwrap_or("");
+                    let mut head = QualName::default();
+                    head.push(first);
+                    q = head;
+                    first
+                }
+                _ => q.last().unwrap_or(""),
+            };
+            if !bound.is_empty() {
+                self.m.imports.insert(bound, q);
+                self.add_binding(
+                    NameKey::Local(self.scope, bound),
+                    BindingKind::Import,
+                    bound,
+                    None,
+                    None,
+                    node.end_byte(),
+                );
+            }
+        }
+    }
+
+    fn finish(mut self) -> SemanticModel<'a> {
+        let m = &mut self.m;
+        // Functions declared `global x` bind at module level (handled in target_key);
+        // make their `global` visible to lookups too.
+        for (scope, name) in std::mem::take(&mut self.globals) {
+            let id = m.bindings.len() as BindingId;
+            m.bindings.push(Binding {
+                kind: BindingKind::Global,
+                name,
+                value: None,
+                index: None,
+                pos: m.scope(scope).node.start_byte(),
+                site: Site {
+                    scope,
+                    loop_: None,
+                    grad: GradMode::Default,
+                },
+                owner: scope,
+            });
+            m.names
+                .entry(NameKey::Local(scope, name))
+                .or_default()
+                .push(id);
+        }
+        for v in m.names.values_mut() {
+            v.sort_by_key(|&b| m.bindings[b as usize].pos);
+        }
+        let n_scopes = m.scopes.len();
+        m.callers = vec![Vec::new(); n_scopes];
+        m.callees = (0..m.calls.len() as u32)
+            .map(|i| m.resolve_call(i))
+            .collect();
+        for (i, c) in m.callees.iter().enumerate() {
+            if let Some(f) = c {
+                m.callers[*f as usize].push(i as u32);
+            }
+        }
+        // Which functions run per iteration: those reachable from a loop body or a
+        // per-step hook, through same-file calls.
+        let mut calls_by_function: Vec<Vec<u32>> = vec![Vec::new(); n_scopes];
+        for (i, c) in m.calls.iter().enumerate() {
+            if let Some(f) = m.function_of(c.site.scope) {
+                calls_by_function[f as usize].push(i as u32);
+            }
+        }
+        let reach = |m: &SemanticModel<'a>, seeds: Vec<ScopeId>, seen: &mut Vec<bool>| {
+            let mut out = Vec::new();
+            let mut work = seeds;
+            while let Some(f) = work.pop() {
+                if std::mem::replace(&mut seen[f as usize], true) {
+                    continue;
+                }
+                out.push(f);
+                for &c in &calls_by_function[f as usize] {
+                    if let Some(g) = m.callees[c as usize] {
+                        work.push(g);
+                    }
+                }
+            }
+            out
+        };
+        let mut loop_callees = Vec::with_capacity(m.loops.len());
+        let mut iterated = vec![false; n_scopes];
+        for l in 0..m.loops.len() as LoopId {
+            let seeds: Vec<ScopeId> = m
+                .calls_in_loop(l)
+                .filter_map(|(i, _)| m.callees[i as usize])
+                .collect();
+            let mut seen = vec![false; n_scopes];
+            let reached = reach(m, seeds, &mut seen);
+            for &f in &reached {
+                iterated[f as usize] = true;
+            }
+            loop_callees.push(reached);
+        }
+        let hook_seeds: Vec<ScopeId> = (0..n_scopes as ScopeId)
+            .filter(|&s| m.is_per_step_hook(s))
+            .flat_map(|s| calls_by_function[s as usize].iter())
+            .filter_map(|&c| m.callees[c as usize])
+            .collect();
+        let mut seen = vec![false; n_scopes];
+        for f in reach(m, hook_seeds, &mut seen) {
+            iterated[f as usize] = true;
+        }
+        m.loop_callees = loop_callees;
+        m.iterated = iterated;
+        *m.binding_values.get_mut() = vec![Memo::Todo; m.bindings.len()];
+        *m.return_values.get_mut() = vec![Memo::Todo; n_scopes];
+        *m.scope_grad.get_mut() = vec![None; n_scopes];
+        self.m
+    }
+}
+
+fn param_name(p: Node<'_>) -> Option<Node<'_>> {
+    match p.kind() {
+        "identifier" => Some(p),
+        "typed_parameter" => p.named_child(0).filter(|n| n.kind() == "identifier"),
+        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
+        "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
+        _ => None,
+    }
+}
+
+fn push_dotted<'a>(q: &mut QualName<'a>, dotted: Node<'_>, src: &'a str) {
+    if dotted.kind() == "identifier" {
+        q.push(&src[dotted.byte_range()]);
+        return;
+    }
+    let mut c = dotted.walk();
+    for part in dotted.named_children(&mut c) {
+        if part.kind() == "identifier" {
+            q.push(&src[part.byte_range()]);
+        }
+    }
+}

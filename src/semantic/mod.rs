@@ -1,0 +1,592 @@
+//! The semantic model: the facts about one file that every rule asks for, computed
+//! in one iterative pass over the syntax tree ([`builder`]) plus lazy, memoized
+//! queries ([`provenance`]).
+//!
+//! - scopes (module, classes, functions) with decorators and bases;
+//! - loops, and which functions run once per iteration (called from a loop body,
+//!   transitively through same-file functions and methods, or a framework per-step hook);
+//! - grad mode at every recorded fact (`torch.no_grad()` and friends, decorators,
+//!   Lightning hooks, functions only ever called under no_grad);
+//! - name bindings for locals and `self.` attributes, from which value provenance
+//!   (graph-carrying, detached, module, optimizer...) is derived;
+//! - backward passes, and which names flow into them.
+
+mod builder;
+pub mod names;
+mod provenance;
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::ops::Range;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+use tree_sitter::{Node, Tree};
+
+pub use names::QualName;
+
+pub type ScopeId = u32;
+pub type LoopId = u32;
+pub type BindingId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeKind {
+    Module,
+    Class,
+    Function,
+    Lambda,
+}
+
+#[derive(Debug)]
+pub struct Scope<'a> {
+    pub kind: ScopeKind,
+    pub name: &'a str,
+    pub node: Node<'a>,
+    pub parent: Option<ScopeId>,
+    /// Decorator expressions (without the `@`).
+    pub decorators: Vec<Node<'a>>,
+    /// Base class expressions of a class.
+    pub bases: Vec<Node<'a>>,
+    /// For a method: the class it is defined in.
+    pub class: Option<ScopeId>,
+    /// Parameter names, in order (`self` included).
+    pub params: Vec<&'a str>,
+    /// Expressions of `return` statements, with where they stand.
+    pub returns: Vec<(Node<'a>, Site)>,
+}
+
+impl Scope<'_> {
+    pub fn is_function(&self) -> bool {
+        matches!(self.kind, ScopeKind::Function | ScopeKind::Lambda)
+    }
+    /// The name of the receiver parameter of a method (`self` by convention).
+    pub fn self_param(&self) -> Option<&str> {
+        self.class.and(self.params.first().copied())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopKind {
+    For,
+    While,
+}
+
+#[derive(Debug)]
+pub struct Loop<'a> {
+    pub kind: LoopKind,
+    pub node: Node<'a>,
+    /// The block that runs once per iteration.
+    pub body: Node<'a>,
+    /// The iterable of a `for` loop.
+    pub iter: Option<Node<'a>>,
+    pub scope: ScopeId,
+    /// The enclosing loop in the same scope.
+    pub parent: Option<LoopId>,
+}
+
+/// Grad mode as written around a fact. `Default` means nothing in the function says:
+/// the mode then comes from the callers (see [`SemanticModel::grad_mode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GradMode {
+    Default,
+    Enabled,
+    Disabled,
+    /// `torch.set_grad_enabled(flag)` with a flag not known statically.
+    Unknown,
+}
+
+/// Where a fact sits: its scope, its innermost loop in that scope, and the grad mode written around it.
+#[derive(Clone, Copy, Debug)]
+pub struct Site {
+    pub scope: ScopeId,
+    pub loop_: Option<LoopId>,
+    pub grad: GradMode,
+}
+
+#[derive(Debug)]
+pub struct Call<'a> {
+    pub node: Node<'a>,
+    pub function: Node<'a>,
+    pub arguments: Option<Node<'a>>,
+    pub site: Site,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AssignOp<'a> {
+    /// `x = v`
+    Plain,
+    /// `x += v`, with the operator (`+=`).
+    Augmented(&'a str),
+}
+
+/// An assignment statement: the facts rules need about stores (`d[k] = v`, `t += v`).
+#[derive(Debug)]
+pub struct Assignment<'a> {
+    pub node: Node<'a>,
+    pub target: Node<'a>,
+    pub value: Node<'a>,
+    pub op: AssignOp<'a>,
+    pub site: Site,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindingKind {
+    /// `x = v` (or element `index` of an unpacking `a, b = v`).
+    Assign,
+    /// `x += v`: the new value combines the previous one with `v`.
+    Augmented,
+    /// Target of a `for` loop or comprehension.
+    ForTarget,
+    /// `with ... as x`.
+    WithAs,
+    Parameter,
+    Import,
+    Definition,
+    /// `global x` / `nonlocal x` in a function: the name lives elsewhere.
+    Global,
+}
+
+/// What a name (a local, or a `self.` attribute of a class) is bound to at one place.
+#[derive(Debug)]
+pub struct Binding<'a> {
+    pub kind: BindingKind,
+    pub name: &'a str,
+    /// The bound value (the right-hand side, the iterable, the context manager).
+    pub value: Option<Node<'a>>,
+    /// Position in an unpacking target (`a, b = ...`).
+    pub index: Option<u32>,
+    /// Byte offset from which the binding is visible.
+    pub pos: usize,
+    pub site: Site,
+    /// The scope the name is bound in (the class, for a `self.` attribute).
+    pub owner: ScopeId,
+}
+
+/// A key for names: a local of a scope, or an attribute of `self` in a class.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NameKey<'a> {
+    Local(ScopeId, &'a str),
+    Attr(ScopeId, &'a str),
+}
+
+/// A backward pass, and the expression it backpropagates.
+#[derive(Debug)]
+pub struct Backward<'a> {
+    pub call: u32,
+    pub loss: Node<'a>,
+}
+
+/// Where an autograd graph comes from, for messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Loss,
+    Output,
+}
+
+/// The provenance of an expression's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// A tensor that still carries its autograd graph.
+    Graph(Origin),
+    /// Known to carry no graph (a Python number, a detached tensor, an index).
+    Detached,
+    /// An `nn.Module`.
+    Module,
+    /// A loss module or loss function object (`nn.CrossEntropyLoss()`).
+    LossFn,
+    Optimizer,
+    /// An instance of a class defined in this file.
+    Instance(ScopeId),
+    Unknown,
+}
+
+/// Why code runs once per training (or evaluation) step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Iteration {
+    /// In the body of this loop.
+    Loop(LoopId),
+    /// In a function called from a loop body or a per-step hook (same file).
+    Called,
+    /// In a method that frameworks call once per step (`training_step`, `compute_loss`).
+    Hook,
+}
+
+pub struct SemanticModel<'a> {
+    pub source: &'a str,
+    pub root: Node<'a>,
+    pub scopes: Vec<Scope<'a>>,
+    pub loops: Vec<Loop<'a>>,
+    pub calls: Vec<Call<'a>>,
+    pub assignments: Vec<Assignment<'a>>,
+    pub bindings: Vec<Binding<'a>>,
+    pub backwards: Vec<Backward<'a>>,
+    /// The first syntax error (an ERROR or MISSING node), as a byte offset.
+    pub first_syntax_error: Option<usize>,
+    names: FxHashMap<NameKey<'a>, Vec<BindingId>>,
+    imports: FxHashMap<&'a str, QualName<'a>>,
+    /// Functions (by name) per defining scope.
+    functions: FxHashMap<(ScopeId, &'a str), ScopeId>,
+    classes: FxHashMap<&'a str, ScopeId>,
+    /// Resolved same-file callee of each call, by call index.
+    callees: Vec<Option<ScopeId>>,
+    /// Calls that resolve to each function scope.
+    callers: Vec<Vec<u32>>,
+    /// Whether each scope runs once per iteration through calls from loops or hooks.
+    iterated: Vec<bool>,
+    /// Functions reachable (same file) from each loop's body.
+    loop_callees: Vec<Vec<ScopeId>>,
+    /// Names that flow into a backward pass, per scope.
+    backward_flow: OnceCell<FxHashSet<NameKey<'a>>>,
+    // Memo tables for the lazy queries; `Cell` so the model is shared immutably.
+    binding_values: RefCell<Vec<Memo>>,
+    return_values: RefCell<Vec<Memo>>,
+    scope_grad: RefCell<Vec<Option<GradMode>>>,
+    depth_exceeded: Cell<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Memo {
+    Todo,
+    InProgress,
+    Done(Value),
+}
+
+impl<'a> SemanticModel<'a> {
+    /// Builds the model of one parsed file in a single iterative pass.
+    pub fn build(tree: &'a Tree, source: &'a str) -> Self {
+        builder::build(tree, source)
+    }
+
+    pub fn text(&self, node: Node<'_>) -> &'a str {
+        self.source.get(node.byte_range()).unwrap_or("")
+    }
+
+    pub fn range(&self, node: Node<'_>) -> Range<usize> {
+        node.byte_range()
+    }
+
+    pub fn scope(&self, id: ScopeId) -> &Scope<'a> {
+        &self.scopes[id as usize]
+    }
+
+    pub fn loop_(&self, id: LoopId) -> &Loop<'a> {
+        &self.loops[id as usize]
+    }
+
+    /// The nearest enclosing function scope of `scope` (itself if it is one).
+    pub fn function_of(&self, scope: ScopeId) -> Option<ScopeId> {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            if self.scope(id).is_function() {
+                return Some(id);
+            }
+            s = self.scope(id).parent;
+        }
+        None
+    }
+
+    /// The class of the method that `scope` is (or is nested in).
+    pub fn class_of(&self, scope: ScopeId) -> Option<ScopeId> {
+        let mut s = Some(scope);
+        while let Some(id) = s {
+            if let Some(c) = self.scope(id).class {
+                return Some(c);
+            }
+            s = self.scope(id).parent;
+        }
+        None
+    }
+
+    /// Whether `inner` is `outer` or nested in it (same scope).
+    pub fn loop_within(&self, inner: Option<LoopId>, outer: LoopId) -> bool {
+        let mut l = inner;
+        while let Some(id) = l {
+            if id == outer {
+                return true;
+            }
+            l = self.loop_(id).parent;
+        }
+        false
+    }
+
+    /// Resolves import aliases in a dotted name (`F.cross_entropy`, `nn.Linear`, `no_grad`).
+    pub fn qualified(&self, node: Node<'_>) -> Option<QualName<'a>> {
+        let mut rev: [&'a str; 8] = [""; 8];
+        let mut n = 0;
+        let mut cur = node;
+        loop {
+            match cur.kind() {
+                "attribute" => {
+                    let attr = cur.child_by_field_name("attribute")?;
+                    if n == rev.len() {
+                        return None;
+                    }
+                    rev[n] = self.text(attr);
+                    n += 1;
+                    cur = cur.child_by_field_name("object")?;
+                }
+                "identifier" => {
+                    if n == rev.len() {
+                        return None;
+                    }
+                    rev[n] = self.text(cur);
+                    n += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        let mut q = QualName::default();
+        let head = rev[n - 1];
+        match self.imports.get(head) {
+            Some(full) => {
+                for s in full.segments() {
+                    q.push(s);
+                }
+            }
+            None => {
+                q.push(head);
+            }
+        }
+        for i in (0..n - 1).rev() {
+            if !q.push(rev[i]) {
+                return None;
+            }
+        }
+        Some(q)
+    }
+
+    /// The same-file function a call resolves to, if any.
+    pub fn callee(&self, call: u32) -> Option<ScopeId> {
+        self.callees[call as usize]
+    }
+
+    /// The same-file calls of a function.
+    pub fn callers(&self, scope: ScopeId) -> &[u32] {
+        &self.callers[scope as usize]
+    }
+
+    /// The same-file functions that run once per iteration of `loop_`.
+    pub fn loop_callees(&self, loop_: LoopId) -> &[ScopeId] {
+        &self.loop_callees[loop_ as usize]
+    }
+
+    /// The calls made directly in `loop_`'s body (nested blocks and loops included).
+    pub fn calls_in_loop(&self, loop_: LoopId) -> impl Iterator<Item = (u32, &Call<'a>)> {
+        self.calls
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| self.loop_within(c.site.loop_, loop_))
+            .map(|(i, c)| (i as u32, c))
+    }
+
+    /// Why code at `site` runs once per step, if it does.
+    pub fn iteration(&self, site: Site) -> Option<Iteration> {
+        if let Some(l) = site.loop_ {
+            return Some(Iteration::Loop(l));
+        }
+        let f = self.function_of(site.scope)?;
+        if self.iterated[f as usize] {
+            return Some(Iteration::Called);
+        }
+        if self.is_per_step_hook(f) {
+            return Some(Iteration::Hook);
+        }
+        None
+    }
+
+    /// A method that frameworks call once per step.
+    pub fn is_per_step_hook(&self, scope: ScopeId) -> bool {
+        let s = self.scope(scope);
+        s.class.is_some() && names::is_per_step_hook(s.name) && {
+            // `forward` is per step only on module classes.
+            s.name != "forward" || s.class.is_some_and(|c| self.is_module_class(c))
+        }
+    }
+
+    /// A class that is an `nn.Module` by one of its bases (same-file bases followed).
+    pub fn is_module_class(&self, class: ScopeId) -> bool {
+        self.class_is(class, 0, &|name| names::is_module_base(name))
+    }
+
+    fn class_is(&self, class: ScopeId, depth: u32, pred: &dyn Fn(&str) -> bool) -> bool {
+        if depth > 16 {
+            return false;
+        }
+        self.scope(class).bases.iter().any(|b| {
+            let q = self.qualified(*b);
+            let last = q.and_then(|q| q.last()).unwrap_or("");
+            pred(last)
+                || self
+                    .classes
+                    .get(last)
+                    .is_some_and(|&c| c != class && self.class_is(c, depth + 1, pred))
+        })
+    }
+
+    /// The grad mode that holds at `site`: what is written around it, else what every
+    /// same-file caller of its function establishes, else enabled.
+    pub fn grad_mode(&self, site: Site) -> GradMode {
+        match site.grad {
+            GradMode::Default => match self.function_of(site.scope) {
+                Some(f) => self.function_grad(f),
+                None => GradMode::Enabled,
+            },
+            g => g,
+        }
+    }
+
+    pub fn grad_enabled(&self, site: Site) -> bool {
+        self.grad_mode(site) == GradMode::Enabled
+    }
+
+    fn function_grad(&self, f: ScopeId) -> GradMode {
+        if let Some(g) = self.scope_grad.borrow()[f as usize] {
+            return g;
+        }
+        // Cycle guard: a recursive function is assumed enabled while it is being decided.
+        self.scope_grad.borrow_mut()[f as usize] = Some(GradMode::Enabled);
+        let callers = &self.callers[f as usize];
+        let g = if !callers.is_empty()
+            && callers
+                .iter()
+                .all(|&c| self.grad_mode(self.calls[c as usize].site) == GradMode::Disabled)
+        {
+            GradMode::Disabled
+        } else {
+            GradMode::Enabled
+        };
+        self.scope_grad.borrow_mut()[f as usize] = Some(g);
+        g
+    }
+
+    /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.
+    pub fn binding_of(&self, expr: Node<'_>, site: Site) -> Option<&Binding<'a>> {
+        self.resolve(expr, site, expr.start_byte())
+            .map(|b| &self.bindings[b as usize])
+    }
+
+    /// The key of a plain name or `self.attr` expression.
+    pub fn name_key(&self, expr: Node<'_>, scope: ScopeId) -> Option<NameKey<'a>> {
+        match expr.kind() {
+            "identifier" => Some(NameKey::Local(scope, self.text(expr))),
+            "attribute" => {
+                let obj = expr.child_by_field_name("object")?;
+                let attr = expr.child_by_field_name("attribute")?;
+                let f = self.function_of(scope)?;
+                let fs = self.scope(f);
+                if obj.kind() == "identifier" && fs.self_param() == Some(self.text(obj)) {
+                    Some(NameKey::Attr(fs.class?, self.text(attr)))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the container or accumulator `expr`, used at `site`, survives from one
+    /// iteration to the next: a `self.` attribute, a parameter, a global, or a name
+    /// bound before the innermost loop. A name bound earlier in the same iteration (or
+    /// the same call of a per-step function) is fresh each time.
+    pub fn lives_across_iterations(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(key) = self.name_key(expr, site.scope) else {
+            return false;
+        };
+        let f = self.function_of(site.scope);
+        let candidates = self.names.get(&key).map(Vec::as_slice).unwrap_or(&[]);
+        let local_fresh = candidates.iter().any(|&b| {
+            let b = &self.bindings[b as usize];
+            b.pos <= expr.start_byte()
+                && matches!(b.kind, BindingKind::Assign)
+                && self.function_of(b.site.scope) == f
+                && match site.loop_ {
+                    Some(l) => self.loop_within(b.site.loop_, l),
+                    None => true,
+                }
+        });
+        if local_fresh {
+            return false;
+        }
+        match key {
+            NameKey::Attr(..) => true,
+            NameKey::Local(..) => self.resolve(expr, site, expr.start_byte()).is_some(),
+        }
+    }
+
+    /// Whether the name `expr` (at `site`) is, or flows into, something backpropagated
+    /// in its function: `losses` in `torch.stack(losses).sum().backward()`.
+    pub fn flows_into_backward(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(key) = self.name_key(expr, site.scope) else {
+            return false;
+        };
+        self.backward_flow
+            .get_or_init(|| self.compute_backward_flow())
+            .contains(&key)
+    }
+
+    /// Whether an expression's value carries an autograd graph at `site`.
+    pub fn value(&self, expr: Node<'_>, site: Site) -> Value {
+        self.eval(expr, site, 0)
+    }
+
+    /// True when some evaluation hit the depth limit (deeply nested code): the result
+    /// was treated as unknown.
+    pub fn depth_limited(&self) -> bool {
+        self.depth_exceeded.get()
+    }
+
+    /// Whether the call's receiver or callee expression is an optimizer by provenance or name.
+    pub fn is_optimizer(&self, expr: Node<'_>, site: Site) -> bool {
+        self.value(expr, site) == Value::Optimizer
+    }
+
+    /// The method name of a call `recv.m(...)` and its receiver.
+    pub fn method_call(&self, call: &Call<'a>) -> Option<(Node<'a>, &'a str)> {
+        if call.function.kind() != "attribute" {
+            return None;
+        }
+        let recv = call.function.child_by_field_name("object")?;
+        let m = call.function.child_by_field_name("attribute")?;
+        Some((recv, self.text(m)))
+    }
+
+    /// The positional arguments of a call.
+    pub fn positional_args<'t>(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+        let args = call.child_by_field_name("arguments");
+        let mut cursor = args.map(|a| a.walk());
+        let children: Vec<Node<'t>> = match (args, cursor.as_mut()) {
+            (Some(a), Some(c)) => a
+                .named_children(c)
+                .filter(|n| {
+                    !matches!(
+                        n.kind(),
+                        "keyword_argument" | "comment" | "list_splat" | "dictionary_splat"
+                    )
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        children.into_iter()
+    }
+
+    /// A keyword argument's value.
+    pub fn keyword_arg<'t>(&self, call: Node<'t>, name: &str) -> Option<Node<'t>> {
+        let args = call.child_by_field_name("arguments")?;
+        let mut c = args.walk();
+        let found = args.named_children(&mut c).find(|n| {
+            n.kind() == "keyword_argument"
+                && n.child_by_field_name("name").map(|k| self.text(k)) == Some(name)
+        });
+        found.and_then(|n| n.child_by_field_name("value"))
+    }
+}
+
+/// Steps through wrappers that don't change a value: parentheses.
+pub fn unwrap_parens(mut node: Node<'_>) -> Node<'_> {
+    while node.kind() == "parenthesized_expression" {
+        match node.named_child(0) {
+            Some(inner) => node = inner,
+            None => break,
+        }
+    }
+    node
+}

@@ -1,0 +1,471 @@
+//! What names say when nothing better is known: the vocabulary of PyTorch training code.
+//! Provenance from bindings always wins over these; they are the fallback for
+//! parameters, attributes set elsewhere, and values built by code in other files.
+
+/// A dotted name after import aliases are resolved (`F.cross_entropy` with
+/// `import torch.nn.functional as F` is `torch.nn.functional.cross_entropy`).
+/// Fixed capacity so that resolving a call never allocates.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct QualName<'a> {
+    segs: [&'a str; 8],
+    len: usize,
+}
+
+impl<'a> QualName<'a> {
+    pub fn push(&mut self, s: &'a str) -> bool {
+        if self.len == self.segs.len() {
+            return false;
+        }
+        self.segs[self.len] = s;
+        self.len += 1;
+        true
+    }
+    pub fn segments(&self) -> &[&'a str] {
+        &self.segs[..self.len]
+    }
+    pub fn first(&self) -> Option<&'a str> {
+        self.segments().first().copied()
+    }
+    pub fn last(&self) -> Option<&'a str> {
+        self.segments().last().copied()
+    }
+    pub fn is_torch(&self) -> bool {
+        self.first() == Some("torch")
+    }
+    /// Whether any segment other than the last equals `s` (`torch.nn.functional.x` has `nn`).
+    pub fn has_module(&self, s: &str) -> bool {
+        let n = self.len.saturating_sub(1);
+        self.segs[..n].contains(&s)
+    }
+}
+
+fn lower_eq_any(name: &str, set: &[&str]) -> bool {
+    set.iter().any(|s| name.eq_ignore_ascii_case(s))
+}
+
+fn ascii_lower_contains(name: &str, needle: &str) -> bool {
+    name.len() >= needle.len()
+        && name
+            .as_bytes()
+            .windows(needle.len())
+            .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
+/// A name that usually holds an `nn.Module` (`model`, `self.net`, `text_encoder`).
+pub fn is_model_name(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "model",
+        "net",
+        "network",
+        "module",
+        "encoder",
+        "decoder",
+        "backbone",
+        "teacher",
+        "student",
+        "generator",
+        "discriminator",
+        "policy",
+        "critic",
+        "actor",
+        "classifier",
+        "unet",
+        "vae",
+        "transformer",
+        "llm",
+        "lm",
+        "gpt",
+        "bert",
+        "mlp",
+        "cnn",
+        "rnn",
+        "lstm",
+        "head",
+        "ddp_model",
+        "raw_model",
+    ];
+    if lower_eq_any(name, EXACT) || matches!(name, "G" | "D" | "netG" | "netD") {
+        return true;
+    }
+    let lower_ends = |suffix: &str| {
+        name.len() > suffix.len()
+            && name.as_bytes()[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    // `model_name`, `model_path`, `model_dir` are strings: only suffixes count.
+    lower_ends("model")
+        || lower_ends("_net")
+        || lower_ends("net") && !lower_ends("subnet")
+        || lower_ends("_encoder")
+        || lower_ends("_decoder")
+        || lower_ends("_backbone")
+}
+
+/// A class name that is (almost always) a module class when constructed:
+/// `ResNet(...)`, `GPT2LMHeadModel(...)`, `AutoModelForCausalLM`.
+pub fn is_model_class_name(name: &str) -> bool {
+    let starts_upper = name.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    starts_upper
+        && (name.ends_with("Model")
+            || name.ends_with("Net")
+            || name.ends_with("Network")
+            || name.ends_with("Transformer")
+            || name.ends_with("Module") && name != "Module"
+            || name.contains("ForCausalLM")
+            || name.contains("ForSequenceClassification")
+            || name.contains("ForMaskedLM")
+            || name.starts_with("AutoModel")
+            || name == "GPT")
+}
+
+/// Names of callables that compute a loss: `criterion`, `loss_fn`, `compute_loss`.
+pub fn is_loss_fn_name(name: &str) -> bool {
+    if lower_eq_any(
+        name,
+        &[
+            "criterion",
+            "criteria",
+            "crit",
+            "loss_fn",
+            "loss_func",
+            "lossfn",
+        ],
+    ) {
+        return true;
+    }
+    ascii_lower_contains(name, "loss") && !ascii_lower_contains(name, "log")
+        || ascii_lower_contains(name, "criterion")
+}
+
+/// Names of optimizers: `optimizer`, `opt`, `self.optim`, `d_optimizer`, `opt_g`.
+pub fn is_optimizer_name(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.contains("optim")
+        || l == "opt"
+        || l.starts_with("opt_")
+        || l.ends_with("_opt")
+        || l.starts_with("optg")
+        || l.starts_with("optd")
+}
+
+/// Optimizer classes constructed by name (`AdamW(...)` from torch, bitsandbytes or transformers).
+pub fn is_optimizer_class_name(name: &str) -> bool {
+    const CLASSES: &[&str] = &[
+        "SGD",
+        "Adam",
+        "AdamW",
+        "Adagrad",
+        "Adadelta",
+        "Adamax",
+        "NAdam",
+        "RAdam",
+        "RMSprop",
+        "Rprop",
+        "LBFGS",
+        "SparseAdam",
+        "ASGD",
+        "Adafactor",
+        "Lion",
+        "Lamb",
+        "LAMB",
+        "AdamW8bit",
+        "Adam8bit",
+        "PagedAdamW",
+        "PagedAdamW8bit",
+        "Lion8bit",
+        "Muon",
+        "Shampoo",
+        "Sophia",
+    ];
+    CLASSES.contains(&name) || name.ends_with("Optimizer")
+}
+
+/// `torch.nn.functional` losses (and any `*_loss`).
+pub fn is_functional_loss(name: &str) -> bool {
+    const LOSSES: &[&str] = &[
+        "cross_entropy",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "ctc_loss",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+    ];
+    LOSSES.contains(&name) || name.ends_with("_loss")
+}
+
+/// Tensor methods whose result has no autograd graph.
+pub fn is_detaching_method(name: &str) -> bool {
+    const DETACH: &[&str] = &[
+        "item",
+        "detach",
+        "detach_",
+        "tolist",
+        "numpy",
+        "argmax",
+        "argmin",
+        "argsort",
+        "long",
+        "int",
+        "bool",
+        "short",
+        "byte",
+        "char",
+        "size",
+        "dim",
+        "numel",
+        "nelement",
+        "element_size",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "nonzero",
+        "count_nonzero",
+        "equal",
+        "allclose",
+        "data_ptr",
+        "stride",
+        "is_contiguous",
+        "get_device",
+        "__len__",
+    ];
+    DETACH.contains(&name)
+}
+
+/// Tensor methods that return `(values, indices)`: only the values keep the graph.
+pub fn is_values_indices_method(name: &str) -> bool {
+    matches!(
+        name,
+        "max" | "min" | "topk" | "sort" | "kthvalue" | "median" | "mode" | "cummax" | "cummin"
+    )
+}
+
+/// Attributes of a tensor that are plain metadata or carry no graph.
+pub fn is_non_graph_attribute(name: &str) -> bool {
+    matches!(
+        name,
+        "data"
+            | "grad"
+            | "shape"
+            | "dtype"
+            | "device"
+            | "ndim"
+            | "requires_grad"
+            | "is_cuda"
+            | "is_leaf"
+            | "layout"
+            | "grad_fn"
+            | "names"
+    )
+}
+
+/// `torch.*` functions whose results carry no graph (index results, comparisons,
+/// fresh tensors built from data).
+pub fn is_non_differentiable_torch_fn(name: &str) -> bool {
+    const NON_DIFF: &[&str] = &[
+        "argmax",
+        "argmin",
+        "argsort",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "equal",
+        "allclose",
+        "isclose",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "tensor",
+        "as_tensor",
+        "from_numpy",
+        "zeros",
+        "ones",
+        "empty",
+        "full",
+        "arange",
+        "linspace",
+        "randn",
+        "rand",
+        "randint",
+        "randperm",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+        "full_like",
+        "randn_like",
+        "rand_like",
+        "numel",
+        "bucketize",
+        "searchsorted",
+        "unique",
+        "nonzero",
+        "count_nonzero",
+        "manual_seed",
+        "is_tensor",
+        "no_grad",
+        "device",
+    ];
+    NON_DIFF.contains(&name)
+}
+
+/// Builtins whose result is a plain Python value.
+pub fn is_detaching_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "float"
+            | "int"
+            | "bool"
+            | "str"
+            | "len"
+            | "round"
+            | "repr"
+            | "format"
+            | "isinstance"
+            | "hash"
+            | "id"
+            | "type"
+            | "print"
+            | "range"
+            | "enumerate"
+    )
+}
+
+/// Builtins that return (a combination of) their arguments.
+pub fn is_passthrough_builtin(name: &str) -> bool {
+    matches!(name, "sum" | "max" | "min" | "abs")
+}
+
+/// Classes loaded with `X.from_pretrained(...)` that are not modules.
+pub fn is_non_model_pretrained(class: &str) -> bool {
+    [
+        "Tokenizer",
+        "Processor",
+        "Config",
+        "FeatureExtractor",
+        "Scheduler",
+        "Pipeline",
+    ]
+    .iter()
+    .any(|s| class.contains(s))
+}
+
+/// Lightning hooks that the framework already runs with grad disabled.
+pub fn is_no_grad_hook(method: &str) -> bool {
+    matches!(
+        method,
+        "validation_step"
+            | "test_step"
+            | "predict_step"
+            | "on_validation_epoch_end"
+            | "on_test_epoch_end"
+            | "validation_epoch_end"
+            | "test_epoch_end"
+            | "on_validation_batch_end"
+            | "on_test_batch_end"
+            | "on_predict_batch_end"
+    )
+}
+
+/// Methods that frameworks call once per step: Lightning's `*_step`, HF Trainer's
+/// `compute_loss`/`training_step`/`prediction_step`, and a module's `forward`.
+pub fn is_per_step_hook(method: &str) -> bool {
+    matches!(
+        method,
+        "training_step"
+            | "validation_step"
+            | "test_step"
+            | "predict_step"
+            | "compute_loss"
+            | "prediction_step"
+            | "forward"
+            | "on_train_batch_end"
+            | "on_validation_batch_end"
+            | "on_test_batch_end"
+            | "on_before_backward"
+            | "on_after_backward"
+            | "on_before_optimizer_step"
+    )
+}
+
+/// Base classes that make a class an `nn.Module` (directly or through a framework).
+pub fn is_module_base(name: &str) -> bool {
+    // pydantic's BaseModel is the one common `*Model` base that is not a module.
+    name != "BaseModel" && name.ends_with("Module")
+        || name.ends_with("LightningModule")
+        || name.ends_with("PreTrainedModel")
+        || name.ends_with("Model") && name != "BaseModel"
+        || name == "Module"
+}
+
+/// Receivers whose `.backward(loss)` takes the loss as an argument.
+pub fn is_backward_engine(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.contains("accelerator") || l.contains("fabric") || l.contains("engine") || l == "deepspeed"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names() {
+        for n in [
+            "model",
+            "self_model",
+            "text_model",
+            "resnet",
+            "net",
+            "ema_model",
+            "G",
+        ] {
+            assert!(is_model_name(n), "{n}");
+        }
+        for n in ["model_name", "model_path", "subnet", "dataset", "x", "loss"] {
+            assert!(!is_model_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn loss_names() {
+        for n in [
+            "criterion",
+            "loss_fn",
+            "compute_loss",
+            "contrastive_loss",
+            "self_criterion",
+        ] {
+            assert!(is_loss_fn_name(n), "{n}");
+        }
+        for n in ["log_loss_every", "logits", "model"] {
+            assert!(!is_loss_fn_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn optimizer_names() {
+        for n in [
+            "optimizer",
+            "opt",
+            "optim",
+            "d_optimizer",
+            "opt_g",
+            "optimizer_g",
+        ] {
+            assert!(is_optimizer_name(n), "{n}");
+        }
+        for n in ["option", "output", "options_", "loop"] {
+            assert!(!is_optimizer_name(n), "{n}");
+        }
+    }
+}

@@ -1,0 +1,797 @@
+//! Name resolution, call resolution and value provenance: lazy queries over the facts
+//! the builder collected, memoized per binding and per function so that each is
+//! evaluated at most once, with an explicit depth limit instead of unbounded recursion.
+
+use rustc_hash::FxHashSet;
+use tree_sitter::Node;
+
+use super::names;
+use super::*;
+
+/// How deep provenance follows expressions and bindings before giving up (unknown).
+const MAX_DEPTH: u32 = 48;
+
+impl<'a> SemanticModel<'a> {
+    /// The binding `expr` (a name or `self.attr`) refers to when read at byte `at`.
+    pub(super) fn resolve(&self, expr: Node<'_>, site: Site, at: usize) -> Option<BindingId> {
+        let key = self.name_key(expr, site.scope)?;
+        match key {
+            NameKey::Attr(class, attr) => {
+                let list = self.names.get(&NameKey::Attr(class, attr))?;
+                let f = self.function_of(site.scope);
+                let same_fn = list.iter().rev().find(|&&b| {
+                    let b = &self.bindings[b as usize];
+                    b.pos <= at && self.function_of(b.site.scope) == f
+                });
+                same_fn
+                    .or_else(|| {
+                        list.iter().find(|&&b| {
+                            let s = self.bindings[b as usize].site.scope;
+                            self.scope(s).name == "__init__"
+                        })
+                    })
+                    .or_else(|| list.first())
+                    .copied()
+            }
+            NameKey::Local(_, name) => {
+                let mut scope = Some(site.scope);
+                let mut first = true;
+                while let Some(s) = scope {
+                    let sc = self.scope(s);
+                    if first || sc.kind != ScopeKind::Class {
+                        if let Some(list) = self.names.get(&NameKey::Local(s, name)) {
+                            let found = if first {
+                                list.iter()
+                                    .rev()
+                                    .find(|&&b| self.bindings[b as usize].pos <= at)
+                                    .copied()
+                            } else {
+                                list.last().copied()
+                            };
+                            match found {
+                                Some(b)
+                                    if self.bindings[b as usize].kind == BindingKind::Global =>
+                                {
+                                    scope = Some(0);
+                                    first = false;
+                                    continue;
+                                }
+                                Some(b) => return Some(b),
+                                // Bound in this function, but only later: a loop-carried
+                                // or conditional value we cannot place.
+                                None if sc.is_function() => return None,
+                                None => {}
+                            }
+                        }
+                    }
+                    first = false;
+                    scope = sc.parent;
+                }
+                None
+            }
+        }
+    }
+
+    /// Resolves a call to a same-file function or method.
+    pub(super) fn resolve_call(&self, call: u32) -> Option<ScopeId> {
+        let c = &self.calls[call as usize];
+        let f = c.function;
+        match f.kind() {
+            "identifier" => {
+                let name = self.text(f);
+                let mut scope = Some(c.site.scope);
+                let mut first = true;
+                while let Some(s) = scope {
+                    let sc = self.scope(s);
+                    if first || sc.kind != ScopeKind::Class {
+                        if let Some(&id) = self.functions.get(&(s, name)) {
+                            return Some(id);
+                        }
+                    }
+                    first = false;
+                    scope = sc.parent;
+                }
+                None
+            }
+            "attribute" => {
+                let recv = unwrap_parens(f.child_by_field_name("object")?);
+                let method = self.text(f.child_by_field_name("attribute")?);
+                let class = if recv.kind() == "identifier"
+                    && self
+                        .function_of(c.site.scope)
+                        .and_then(|fs| self.scope(fs).self_param())
+                        == Some(self.text(recv))
+                {
+                    self.class_of(c.site.scope)?
+                } else if recv.kind() == "call"
+                    && recv.child_by_field_name("function").map(|n| self.text(n)) == Some("super")
+                {
+                    let class = self.class_of(c.site.scope)?;
+                    return self.scope(class).bases.iter().find_map(|b| {
+                        let base = self.classes.get(self.text(*b))?;
+                        self.method_of(*base, method, 0)
+                    });
+                } else {
+                    self.instance_class(recv, c.site)?
+                };
+                self.method_of(class, method, 0)
+            }
+            _ => None,
+        }
+    }
+
+    /// A method of a same-file class, looked up through same-file base classes.
+    fn method_of(&self, class: ScopeId, method: &str, depth: u32) -> Option<ScopeId> {
+        if depth > 16 {
+            return None;
+        }
+        if let Some(&m) = self.functions.get(&(class, method)) {
+            return Some(m);
+        }
+        self.scope(class).bases.iter().find_map(|b| {
+            let base = *self.classes.get(self.text(*b))?;
+            (base != class)
+                .then(|| self.method_of(base, method, depth + 1))
+                .flatten()
+        })
+    }
+
+    /// The same-file class a name was constructed from (`trainer = Trainer(...)`).
+    fn instance_class(&self, recv: Node<'_>, site: Site) -> Option<ScopeId> {
+        let b = self.resolve(recv, site, recv.start_byte())?;
+        let v = self.bindings[b as usize].value?;
+        if v.kind() != "call" || self.bindings[b as usize].index.is_some() {
+            return None;
+        }
+        let f = v.child_by_field_name("function")?;
+        (f.kind() == "identifier")
+            .then(|| self.classes.get(self.text(f)).copied())
+            .flatten()
+    }
+
+    pub(super) fn eval(&self, node: Node<'_>, site: Site, depth: u32) -> Value {
+        if depth > MAX_DEPTH {
+            self.depth_exceeded.set(true);
+            return Value::Unknown;
+        }
+        let d = depth + 1;
+        match node.kind() {
+            "parenthesized_expression" => match node.named_child(0) {
+                Some(inner) => self.eval(inner, site, d),
+                None => Value::Unknown,
+            },
+            "identifier" => self.eval_name(node, site, d),
+            "attribute" => self.eval_attribute(node, site, d),
+            "call" => self.eval_call(node, site, d),
+            "subscript" => {
+                let Some(v) = node.child_by_field_name("value") else {
+                    return Value::Unknown;
+                };
+                match self.eval(v, site, d) {
+                    Value::Graph(o) => {
+                        let key = node.child_by_field_name("subscript").map(|s| self.text(s));
+                        if matches!(key, Some("\"loss\"") | Some("'loss'")) {
+                            Value::Graph(Origin::Loss)
+                        } else {
+                            Value::Graph(o)
+                        }
+                    }
+                    // `self.heads[i]` of a module container is a module.
+                    Value::Module => Value::Module,
+                    _ => Value::Unknown,
+                }
+            }
+            "binary_operator" => {
+                let l = node.child_by_field_name("left");
+                let r = node.child_by_field_name("right");
+                let lv = l.map_or(Value::Unknown, |n| self.eval(n, site, d));
+                let rv = r.map_or(Value::Unknown, |n| self.eval(n, site, d));
+                join_arith(lv, rv)
+            }
+            "unary_operator" => node
+                .child_by_field_name("argument")
+                .map_or(Value::Unknown, |n| self.eval(n, site, d)),
+            "comparison_operator" | "not_operator" => Value::Detached,
+            "integer" | "float" | "string" | "concatenated_string" | "true" | "false" | "none" => {
+                Value::Detached
+            }
+            "list" | "tuple" | "set" | "expression_list" => {
+                let mut c = node.walk();
+                let items: Vec<Node<'_>> = node.named_children(&mut c).collect();
+                join_all(items.into_iter().map(|n| self.eval(n, site, d)))
+            }
+            "dictionary" => {
+                let mut c = node.walk();
+                let items: Vec<Node<'_>> = node
+                    .named_children(&mut c)
+                    .filter_map(|p| p.child_by_field_name("value"))
+                    .collect();
+                join_all(items.into_iter().map(|n| self.eval(n, site, d)))
+            }
+            "conditional_expression" => {
+                let mut c = node.walk();
+                let parts: Vec<Node<'_>> = node.named_children(&mut c).collect();
+                if parts.len() < 3 {
+                    return Value::Unknown;
+                }
+                let a = self.eval(parts[0], site, d);
+                let b = self.eval(parts[2], site, d);
+                if a == b {
+                    a
+                } else {
+                    Value::Unknown
+                }
+            }
+            "await" => node
+                .named_child(0)
+                .map_or(Value::Unknown, |n| self.eval(n, site, d)),
+            _ => Value::Unknown,
+        }
+    }
+
+    /// A graph-producing operation at `site`: a graph where grad is on, nothing where it is off.
+    fn produce(&self, origin: Origin, site: Site) -> Value {
+        match self.grad_mode(site) {
+            GradMode::Disabled => Value::Detached,
+            GradMode::Unknown => Value::Unknown,
+            _ => Value::Graph(origin),
+        }
+    }
+
+    fn eval_name(&self, node: Node<'_>, site: Site, d: u32) -> Value {
+        let name = self.text(node);
+        if let Some(f) = self.function_of(site.scope) {
+            if self.scope(f).self_param() == Some(name) {
+                let class = self.class_of(site.scope).expect("method has a class");
+                return if self.is_module_class(class) {
+                    Value::Module
+                } else {
+                    Value::Instance(class)
+                };
+            }
+        }
+        let v = match self.resolve(node, site, node.start_byte()) {
+            Some(b) => self.eval_binding(b, d),
+            None => Value::Unknown,
+        };
+        if v != Value::Unknown {
+            return v;
+        }
+        let by_name = name_value(name);
+        if by_name != Value::Unknown {
+            return by_name;
+        }
+        if self.is_backward_receiver(node, site) {
+            return Value::Graph(Origin::Loss);
+        }
+        Value::Unknown
+    }
+
+    /// Whether a name is backpropagated directly somewhere in its function.
+    fn is_backward_receiver(&self, node: Node<'_>, site: Site) -> bool {
+        let name = self.text(node);
+        let f = self.function_of(site.scope);
+        self.backwards.iter().any(|b| {
+            let loss = unwrap_parens(b.loss);
+            loss.kind() == "identifier"
+                && self.text(loss) == name
+                && self.function_of(self.calls[b.call as usize].site.scope) == f
+        })
+    }
+
+    fn eval_binding(&self, b: BindingId, d: u32) -> Value {
+        match self.binding_values.borrow()[b as usize] {
+            Memo::Done(v) => return v,
+            Memo::InProgress => return Value::Unknown,
+            Memo::Todo => {}
+        }
+        self.binding_values.borrow_mut()[b as usize] = Memo::InProgress;
+        let bd = &self.bindings[b as usize];
+        let v = match (bd.kind, bd.value) {
+            (BindingKind::Assign, Some(val)) => match bd.index {
+                None => self.eval(val, bd.site, d),
+                Some(i) => self.eval_element(val, i, bd.site, d),
+            },
+            (BindingKind::Augmented, Some(val)) => {
+                let prev = self
+                    .names
+                    .get(&match bd.owner {
+                        o if self.scope(o).kind == ScopeKind::Class => NameKey::Attr(o, bd.name),
+                        o => NameKey::Local(o, bd.name),
+                    })
+                    .and_then(|list| {
+                        list.iter()
+                            .rev()
+                            .find(|&&x| self.bindings[x as usize].pos < bd.pos)
+                            .copied()
+                    });
+                let pv = prev.map_or(Value::Unknown, |p| self.eval_binding(p, d));
+                join_arith(pv, self.eval(val, bd.site, d))
+            }
+            _ => Value::Unknown,
+        };
+        self.binding_values.borrow_mut()[b as usize] = Memo::Done(v);
+        v
+    }
+
+    /// Element `i` of an unpacked value: `a, b = x, y`, `loss, out = f()`, `v, idx = t.max(1)`.
+    fn eval_element(&self, val: Node<'_>, i: u32, site: Site, d: u32) -> Value {
+        let val = unwrap_parens(val);
+        match val.kind() {
+            "tuple" | "list" | "expression_list" => {
+                let mut c = val.walk();
+                let item = val
+                    .named_children(&mut c)
+                    .filter(|n| n.kind() != "comment")
+                    .nth(i as usize);
+                item.map_or(Value::Unknown, |n| self.eval(n, site, d))
+            }
+            "call" => {
+                let Some(func) = val.child_by_field_name("function") else {
+                    return Value::Unknown;
+                };
+                if func.kind() == "attribute" {
+                    let m = func
+                        .child_by_field_name("attribute")
+                        .map(|a| self.text(a))
+                        .unwrap_or("");
+                    // `model, opt = accelerator.prepare(model, opt)`, `fabric.setup(...)`
+                    if matches!(m, "prepare" | "setup") && self.positional_args(val).count() > 1 {
+                        return self
+                            .positional_args(val)
+                            .nth(i as usize)
+                            .map_or(Value::Unknown, |a| self.eval(a, site, d));
+                    }
+                    if names::is_values_indices_method(m) {
+                        let recv = func.child_by_field_name("object");
+                        let rv = recv.map_or(Value::Unknown, |r| self.eval(r, site, d));
+                        return match (rv, i) {
+                            (Value::Graph(o), 0) => Value::Graph(o),
+                            (_, 1) => Value::Detached,
+                            _ => Value::Unknown,
+                        };
+                    }
+                }
+                if let Some(f) = self.callee_of_node(val) {
+                    let v = self.function_returns(f, Some(i), d);
+                    return self.at_call_site(v, site);
+                }
+                match self.eval_call(val, site, d) {
+                    g @ Value::Graph(_) => g,
+                    Value::Detached => Value::Detached,
+                    _ => Value::Unknown,
+                }
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    fn callee_of_node(&self, call: Node<'_>) -> Option<ScopeId> {
+        let i = self
+            .calls
+            .binary_search_by_key(&call.start_byte(), |c| c.node.start_byte());
+        // Calls are recorded in pre-order; several may share a start (`f(x)(y)`).
+        let start = match i {
+            Ok(i) => i,
+            Err(_) => return None,
+        };
+        let mut j = start;
+        while j > 0 && self.calls[j - 1].node.start_byte() == call.start_byte() {
+            j -= 1;
+        }
+        while j < self.calls.len() && self.calls[j].node.start_byte() == call.start_byte() {
+            if self.calls[j].node.id() == call.id() {
+                return self.callees.get(j).copied().flatten();
+            }
+            j += 1;
+        }
+        None
+    }
+
+    /// What a same-file function returns: a graph if some return carries one and none
+    /// is known to be detached.
+    fn function_returns(&self, f: ScopeId, index: Option<u32>, d: u32) -> Value {
+        if index.is_none() {
+            match self.return_values.borrow()[f as usize] {
+                Memo::Done(v) => return v,
+                Memo::InProgress => return Value::Unknown,
+                Memo::Todo => {}
+            }
+            self.return_values.borrow_mut()[f as usize] = Memo::InProgress;
+        }
+        let values: Vec<Value> = self
+            .scope(f)
+            .returns
+            .iter()
+            .filter(|(r, _)| r.kind() != "none")
+            .map(|&(r, site)| match index {
+                None => self.eval(r, site, d),
+                Some(i) => self.eval_element(r, i, site, d),
+            })
+            .collect();
+        let v = if values.iter().any(|v| matches!(v, Value::Graph(_)))
+            && !values.contains(&Value::Detached)
+        {
+            *values
+                .iter()
+                .find(|v| matches!(v, Value::Graph(_)))
+                .expect("found above")
+        } else if !values.is_empty() && values.iter().all(|v| *v == values[0]) {
+            values[0]
+        } else {
+            Value::Unknown
+        };
+        if index.is_none() {
+            self.return_values.borrow_mut()[f as usize] = Memo::Done(v);
+        }
+        v
+    }
+
+    /// A value returned from a call made at `site`: no graph if grad is off there.
+    fn at_call_site(&self, v: Value, site: Site) -> Value {
+        match v {
+            Value::Graph(o) => self.produce(o, site),
+            v => v,
+        }
+    }
+
+    fn eval_attribute(&self, node: Node<'_>, site: Site, d: u32) -> Value {
+        let (Some(obj), Some(attr)) = (
+            node.child_by_field_name("object"),
+            node.child_by_field_name("attribute"),
+        ) else {
+            return Value::Unknown;
+        };
+        let attr = self.text(attr);
+        if let Some(NameKey::Attr(..)) = self.name_key(node, site.scope) {
+            let v = match self.resolve(node, site, node.start_byte()) {
+                Some(b) => self.eval_binding(b, d),
+                None => Value::Unknown,
+            };
+            return if v == Value::Unknown {
+                name_value(attr)
+            } else {
+                v
+            };
+        }
+        if names::is_non_graph_attribute(attr) {
+            return Value::Detached;
+        }
+        match self.eval(obj, site, d) {
+            Value::Graph(o) => {
+                if attr == "loss" {
+                    Value::Graph(Origin::Loss)
+                } else {
+                    Value::Graph(o)
+                }
+            }
+            Value::Module if names::is_model_name(attr) => Value::Module,
+            Value::Detached => Value::Unknown,
+            _ => match name_value(attr) {
+                // Only callables are guessed from an attribute name: `trainer.model`,
+                // `self.criterion`; never a tensor.
+                v @ (Value::Module | Value::LossFn | Value::Optimizer) => v,
+                _ => Value::Unknown,
+            },
+        }
+    }
+
+    fn eval_call(&self, node: Node<'_>, site: Site, d: u32) -> Value {
+        let Some(func) = node.child_by_field_name("function") else {
+            return Value::Unknown;
+        };
+        // torch API first: losses, modules, optimizers, functions of tensors.
+        if let Some(q) = self.qualified(func) {
+            if q.is_torch() && q.segments().len() > 1 {
+                return self.eval_torch_call(q, node, site, d);
+            }
+            if q.segments().len() == 1 {
+                let name = q.last().unwrap_or("");
+                let bound = self.resolve(func, site, func.start_byte()).is_some();
+                if !bound && names::is_detaching_builtin(name) {
+                    return Value::Detached;
+                }
+                if !bound && names::is_passthrough_builtin(name) {
+                    return self.join_args(node, site, d);
+                }
+            }
+        }
+        if func.kind() == "attribute" {
+            let method = func
+                .child_by_field_name("attribute")
+                .map(|a| self.text(a))
+                .unwrap_or("");
+            if names::is_detaching_method(method) {
+                return Value::Detached;
+            }
+        }
+        // A same-file function or method: what it returns.
+        if let Some(f) = self.callee_of_node(node) {
+            let v = self.function_returns(f, None, d);
+            if v != Value::Unknown {
+                return self.at_call_site(v, site);
+            }
+        }
+        match func.kind() {
+            "attribute" => self.eval_method_call(node, func, site, d),
+            "identifier" => {
+                let name = self.text(func);
+                if let Some(&class) = self.classes.get(name) {
+                    if self
+                        .resolve(func, site, func.start_byte())
+                        .is_some_and(|b| self.bindings[b as usize].kind == BindingKind::Definition)
+                    {
+                        return if self.is_module_class(class) {
+                            if name.ends_with("Loss") {
+                                Value::LossFn
+                            } else {
+                                Value::Module
+                            }
+                        } else {
+                            Value::Instance(class)
+                        };
+                    }
+                }
+                match self.eval(func, site, d) {
+                    Value::Module => self.produce(Origin::Output, site),
+                    Value::LossFn => self.produce(Origin::Loss, site),
+                    _ => self.call_by_name(name, node, site, d),
+                }
+            }
+            _ => match self.eval(func, site, d) {
+                Value::Module => self.produce(Origin::Output, site),
+                Value::LossFn => self.produce(Origin::Loss, site),
+                _ => Value::Unknown,
+            },
+        }
+    }
+
+    /// A call known only by its name (defined in another file).
+    fn call_by_name(&self, name: &str, call: Node<'_>, site: Site, d: u32) -> Value {
+        if names::is_model_class_name(name) {
+            Value::Module
+        } else if name.ends_with("Loss") && name.starts_with(|c: char| c.is_ascii_uppercase()) {
+            Value::LossFn
+        } else if names::is_optimizer_class_name(name) {
+            Value::Optimizer
+        } else if names::is_loss_fn_name(name) {
+            if self.all_args_detached(call, site, d) {
+                Value::Detached
+            } else {
+                self.produce(Origin::Loss, site)
+            }
+        } else {
+            Value::Unknown
+        }
+    }
+
+    fn eval_method_call(&self, node: Node<'_>, func: Node<'_>, site: Site, d: u32) -> Value {
+        let (Some(recv), Some(m)) = (
+            func.child_by_field_name("object"),
+            func.child_by_field_name("attribute"),
+        ) else {
+            return Value::Unknown;
+        };
+        let method = self.text(m);
+        // `X.from_pretrained(...)`: a model unless X is a tokenizer, config, ...
+        if method == "from_pretrained" {
+            let class = self
+                .qualified(recv)
+                .and_then(|q| q.last())
+                .unwrap_or(self.text(recv));
+            return if names::is_non_model_pretrained(class) {
+                Value::Unknown
+            } else {
+                Value::Module
+            };
+        }
+        // `self.model(x)`: the attribute itself is the callee.
+        match self.eval_attribute(func, site, d) {
+            Value::Module => return self.produce(Origin::Output, site),
+            Value::LossFn => return self.produce(Origin::Loss, site),
+            _ => {}
+        }
+        let rv = self.eval(recv, site, d);
+        match rv {
+            Value::Graph(o) => Value::Graph(o),
+            Value::Module => match method {
+                "forward" | "__call__" => self.produce(Origin::Output, site),
+                "generate" => Value::Detached,
+                "to" | "cuda" | "cpu" | "half" | "float" | "bfloat16" | "double" | "eval"
+                | "train" | "requires_grad_" | "type" | "module" => Value::Module,
+                m if names::is_loss_fn_name(m) => self.produce(Origin::Loss, site),
+                _ => Value::Unknown,
+            },
+            Value::LossFn if method == "forward" => self.produce(Origin::Loss, site),
+            _ => {
+                if names::is_optimizer_class_name(method) {
+                    Value::Optimizer
+                } else if names::is_loss_fn_name(method) {
+                    if self.all_args_detached(node, site, d) {
+                        Value::Detached
+                    } else {
+                        self.produce(Origin::Loss, site)
+                    }
+                } else if matches!(method, "prepare" | "setup" | "compile") {
+                    // `accelerator.prepare(model)`, `fabric.setup(model)`: the wrapped value.
+                    let mut args = self.positional_args(node);
+                    match (args.next(), args.next()) {
+                        (Some(a), None) => self.eval(a, site, d),
+                        _ => Value::Unknown,
+                    }
+                } else {
+                    Value::Unknown
+                }
+            }
+        }
+    }
+
+    fn eval_torch_call(&self, q: QualName<'_>, call: Node<'_>, site: Site, d: u32) -> Value {
+        let last = q.last().unwrap_or("");
+        let is_class = last.starts_with(|c: char| c.is_ascii_uppercase());
+        if q.has_module("optim") && is_class {
+            return if q.has_module("lr_scheduler") {
+                Value::Unknown
+            } else {
+                Value::Optimizer
+            };
+        }
+        if q.has_module("nn") && is_class {
+            return if last.ends_with("Loss") {
+                Value::LossFn
+            } else if matches!(last, "Parameter" | "ParameterList" | "ParameterDict") {
+                Value::Unknown
+            } else {
+                Value::Module
+            };
+        }
+        if last == "compile" {
+            return self
+                .positional_args(call)
+                .next()
+                .map_or(Value::Unknown, |a| self.eval(a, site, d));
+        }
+        if names::is_functional_loss(last) {
+            return if self.all_args_detached(call, site, d) {
+                Value::Detached
+            } else {
+                self.produce(Origin::Loss, site)
+            };
+        }
+        if names::is_non_differentiable_torch_fn(last) || is_class {
+            return Value::Detached;
+        }
+        self.join_args(call, site, d)
+    }
+
+    /// A graph if any argument carries one; detached if all are detached.
+    fn join_args(&self, call: Node<'_>, site: Site, d: u32) -> Value {
+        let Some(args) = call.child_by_field_name("arguments") else {
+            return Value::Unknown;
+        };
+        let mut c = args.walk();
+        let items: Vec<Node<'_>> = args
+            .named_children(&mut c)
+            .filter(|n| n.kind() != "comment")
+            .map(|n| {
+                if n.kind() == "keyword_argument" {
+                    n.child_by_field_name("value").unwrap_or(n)
+                } else {
+                    n
+                }
+            })
+            .collect();
+        if items.is_empty() {
+            return Value::Unknown;
+        }
+        join_all(items.into_iter().map(|n| match n.kind() {
+            // `torch.stack([a, b])`, `sum(x for x in xs)`
+            "list_splat" | "generator_expression" | "list_comprehension" => {
+                match n.named_child(0) {
+                    Some(inner) => self.eval(inner, site, d),
+                    None => Value::Unknown,
+                }
+            }
+            _ => self.eval(n, site, d),
+        }))
+    }
+
+    fn all_args_detached(&self, call: Node<'_>, site: Site, d: u32) -> bool {
+        let mut any = false;
+        for a in self.positional_args(call) {
+            any = true;
+            if self.eval(a, site, d) != Value::Detached {
+                return false;
+            }
+        }
+        any
+    }
+
+    /// Names (and `self.` attributes) whose value flows into a backward pass in their
+    /// function: the backpropagated expression's names, then, transitively, the names
+    /// in the values assigned to those.
+    pub(super) fn compute_backward_flow(&self) -> FxHashSet<NameKey<'a>> {
+        let mut set = FxHashSet::default();
+        let mut work: Vec<(Node<'a>, Site)> = self
+            .backwards
+            .iter()
+            .map(|b| (b.loss, self.calls[b.call as usize].site))
+            .collect();
+        // Assignments by target key, to follow `total = torch.stack(losses).sum()`.
+        let mut by_target: rustc_hash::FxHashMap<NameKey<'a>, Vec<u32>> = Default::default();
+        for (i, a) in self.assignments.iter().enumerate() {
+            if let Some(k) = self.name_key(unwrap_parens(a.target), a.site.scope) {
+                by_target.entry(k).or_default().push(i as u32);
+            }
+        }
+        while let Some((expr, site)) = work.pop() {
+            let mut c = expr.walk();
+            let mut stack = vec![expr];
+            while let Some(n) = stack.pop() {
+                let key = match n.kind() {
+                    "identifier" | "attribute" => self.name_key(n, site.scope),
+                    _ => None,
+                };
+                if let Some(k) = key {
+                    if set.insert(k) {
+                        for &a in by_target.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
+                            let a = &self.assignments[a as usize];
+                            work.push((a.value, a.site));
+                        }
+                    }
+                    if n.kind() == "attribute" {
+                        continue;
+                    }
+                }
+                for ch in n.named_children(&mut c) {
+                    stack.push(ch);
+                }
+            }
+        }
+        set
+    }
+}
+
+/// A value guessed from a name alone (parameters, attributes set in other files).
+fn name_value(name: &str) -> Value {
+    if names::is_model_name(name) {
+        Value::Module
+    } else if names::is_optimizer_name(name) {
+        Value::Optimizer
+    } else if matches!(
+        name,
+        "criterion" | "criteria" | "crit" | "loss_fn" | "loss_func" | "lossfn" | "loss_function"
+    ) {
+        Value::LossFn
+    } else {
+        Value::Unknown
+    }
+}
+
+/// Arithmetic: a graph operand makes a graph; detached with detached stays detached.
+fn join_arith(a: Value, b: Value) -> Value {
+    match (a, b) {
+        (Value::Graph(o), _) | (_, Value::Graph(o)) => Value::Graph(o),
+        (Value::Detached, Value::Detached) => Value::Detached,
+        _ => Value::Unknown,
+    }
+}
+
+fn join_all(values: impl Iterator<Item = Value>) -> Value {
+    let mut acc: Option<Value> = None;
+    for v in values {
+        acc = Some(match acc {
+            None => v,
+            Some(a) => match (a, v) {
+                (Value::Graph(o), _) | (_, Value::Graph(o)) => Value::Graph(o),
+                (Value::Detached, Value::Detached) => Value::Detached,
+                _ => Value::Unknown,
+            },
+        });
+    }
+    match acc {
+        Some(Value::Graph(o)) => Value::Graph(o),
+        Some(Value::Detached) => Value::Detached,
+        _ => Value::Unknown,
+    }
+}

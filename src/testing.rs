@@ -1,0 +1,89 @@
+//! Fixture expectations: a finding is expected where a line ends with a comment
+//! `# error: OOM201` (or `# error: OOM201, OOM202`). Markers are read from tree-sitter
+//! `comment` nodes, so `# error:` inside a string is not a marker.
+
+use std::fmt::Write as _;
+
+use crate::lint::{lint_bytes, FileReport};
+use crate::rule::Rule;
+
+/// `(line, code)` pairs expected by the markers in `source`, sorted.
+pub fn expectations(source: &str) -> Vec<(usize, String)> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&tree_sitter_python::LANGUAGE.into())
+        .expect("language");
+    let Some(tree) = parser.parse(source, None) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut cursor = tree.walk();
+    'outer: loop {
+        let node = cursor.node();
+        if node.kind() == "comment" {
+            let text = &source[node.byte_range()];
+            let body = text.trim_start_matches('#').trim_start();
+            if let Some(codes) = body.strip_prefix("error:") {
+                for code in codes.split(',') {
+                    let code = code.split_whitespace().next().unwrap_or("");
+                    if !code.is_empty() {
+                        out.push((node.start_position().row + 1, code.to_owned()));
+                    }
+                }
+            }
+        }
+        if cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                continue 'outer;
+            }
+            if !cursor.goto_parent() {
+                break 'outer;
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Lints a fixture with `rules` and compares with its markers. On a mismatch, the
+/// error lists the missing and unexpected findings and the rendered diagnostics.
+pub fn check_fixture(path: &str, source: &[u8], rules: &[&'static Rule]) -> Result<(), String> {
+    let text = String::from_utf8_lossy(source);
+    let expected = expectations(&text);
+    let report = lint_bytes(path, source, rules);
+    let mut actual: Vec<(usize, String)> = report
+        .findings
+        .iter()
+        .map(|f| (f.line, f.code.to_owned()))
+        .collect();
+    actual.sort();
+    if expected == actual && report.errors.is_empty() {
+        return Ok(());
+    }
+    let mut msg = format!("fixture {path} does not match its markers\n");
+    for e in &expected {
+        if !actual.contains(e) {
+            let _ = writeln!(msg, "  missing:    line {} {}", e.0, e.1);
+        }
+    }
+    for a in &actual {
+        if !expected.contains(a) {
+            let _ = writeln!(msg, "  unexpected: line {} {}", a.0, a.1);
+        }
+    }
+    for e in &report.errors {
+        let _ = writeln!(msg, "  error: {e}");
+    }
+    msg.push_str("\nrendered findings:\n");
+    msg.push_str(&render(&report));
+    Err(msg)
+}
+
+fn render(report: &FileReport) -> String {
+    let mut buf = Vec::new();
+    let _ = crate::render::render_text(&mut buf, std::slice::from_ref(report), false);
+    String::from_utf8_lossy(&buf).into_owned()
+}

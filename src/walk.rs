@@ -1,0 +1,182 @@
+//! Finding the files to lint: `ignore`'s walker (gitignore, .ignore, global excludes,
+//! hidden files) plus the directories no Python project wants linted.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ignore::overrides::OverrideBuilder;
+use ignore::{WalkBuilder, WalkState};
+
+use crate::error::FileError;
+
+/// Directories never descended into (a path named on the command line still is).
+pub const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "node_modules",
+    "site-packages",
+    "build",
+    "dist",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".oomlint_cache",
+];
+
+#[derive(Clone, Debug)]
+pub struct WalkOptions {
+    pub respect_gitignore: bool,
+    pub exclude: Vec<String>,
+    pub threads: usize,
+}
+
+/// A file to lint, and the path to show for it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FileEntry {
+    pub path: PathBuf,
+    pub display: String,
+}
+
+/// The files under `paths`, sorted and deduplicated, and the paths that could not be walked.
+pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<FileError>) {
+    let files = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    let mut dirs = Vec::new();
+    for p in paths {
+        let shown = display(p);
+        match std::fs::metadata(p) {
+            // A file named on the command line is always linted, whatever its name.
+            Ok(m) if !m.is_dir() => files.lock().expect("lock").push(FileEntry {
+                path: p.clone(),
+                display: shown,
+            }),
+            Ok(_) => dirs.push(p.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling symlink is "not found" too; say so either way.
+                errors
+                    .lock()
+                    .expect("lock")
+                    .push(FileError::NotFound { path: shown })
+            }
+            Err(e) => errors.lock().expect("lock").push(FileError::Io {
+                path: shown,
+                reason: crate::lint::io_reason(&e),
+            }),
+        }
+    }
+    if let Some((first, rest)) = dirs.split_first() {
+        let mut builder = WalkBuilder::new(first);
+        for d in rest {
+            builder.add(d);
+        }
+        builder
+            .hidden(true)
+            .parents(opts.respect_gitignore)
+            .ignore(opts.respect_gitignore)
+            .git_ignore(opts.respect_gitignore)
+            .git_global(opts.respect_gitignore)
+            .git_exclude(opts.respect_gitignore)
+            .require_git(false)
+            .follow_links(false)
+            .threads(opts.threads.max(1))
+            .filter_entry(|e| {
+                e.depth() == 0
+                    || !(e.file_type().is_some_and(|t| t.is_dir())
+                        && e.file_name()
+                            .to_str()
+                            .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+            });
+        if !opts.exclude.is_empty() {
+            let mut ov = OverrideBuilder::new(".");
+            for g in &opts.exclude {
+                if let Err(e) = ov.add(&format!("!{g}")) {
+                    errors.lock().expect("lock").push(FileError::Walk {
+                        path: g.clone(),
+                        reason: format!("invalid --exclude glob: {e}"),
+                    });
+                }
+            }
+            if let Ok(ov) = ov.build() {
+                builder.overrides(ov);
+            }
+        }
+        builder.build_parallel().run(|| {
+            Box::new(|entry| {
+                match entry {
+                    Ok(e) => {
+                        let is_file = e.file_type().is_some_and(|t| t.is_file());
+                        if is_file && is_python(e.path()) {
+                            files.lock().expect("lock").push(FileEntry {
+                                display: display(e.path()),
+                                path: e.into_path(),
+                            });
+                        }
+                    }
+                    Err(err) => errors.lock().expect("lock").push(walk_error(&err)),
+                }
+                WalkState::Continue
+            })
+        });
+    }
+    let mut files = files.into_inner().expect("lock");
+    files.sort();
+    files.dedup_by(|a, b| a.display == b.display);
+    let mut errors = errors.into_inner().expect("lock");
+    errors.sort_by_key(|e| e.to_string());
+    (files, errors)
+}
+
+fn is_python(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "py")
+}
+
+/// The path as the user would write it: relative as given, without a leading `./`.
+pub fn display(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    let mut s: &str = &s;
+    while let Some(rest) = s.strip_prefix("./") {
+        s = rest;
+    }
+    s.to_owned()
+}
+
+fn walk_error(err: &ignore::Error) -> FileError {
+    // `ignore` wraps the failing path in its error; unwrap it so the message names it.
+    let mut path = String::new();
+    let mut e = err;
+    loop {
+        match e {
+            ignore::Error::WithPath { path: p, err } => {
+                path = display(p);
+                e = err;
+            }
+            ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+                e = err
+            }
+            ignore::Error::Loop { child, .. } => {
+                return FileError::Walk {
+                    path: display(child),
+                    reason: "symbolic link loop".to_owned(),
+                }
+            }
+            ignore::Error::Io(io) => {
+                return FileError::Walk {
+                    path,
+                    reason: crate::lint::io_reason(io),
+                }
+            }
+            other => {
+                return FileError::Walk {
+                    path,
+                    reason: other.to_string(),
+                }
+            }
+        }
+    }
+}
