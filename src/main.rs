@@ -38,6 +38,8 @@ enum Command {
 enum ListFormat {
     Text,
     Json,
+    /// The Markdown table that the README carries.
+    Markdown,
 }
 
 #[derive(Args)]
@@ -107,6 +109,7 @@ fn main() -> ExitCode {
                         println!("{:<8} {:<28} {}", r.code, r.name, r.summary());
                     }
                 }
+                ListFormat::Markdown => print!("{}", oomlint::rule::markdown_table()),
                 ListFormat::Json => {
                     let list: Vec<serde_json::Value> = rules::ALL
                         .iter()

@@ -87,3 +87,30 @@ fn render(report: &FileReport) -> String {
     let _ = crate::render::render_text(&mut buf, std::slice::from_ref(report), false);
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_come_from_comments_only() {
+        let src = "x = 1  # error: OOM201, OOM202\ns = '# error: OOM999'\n";
+        assert_eq!(
+            expectations(src),
+            vec![(1, "OOM201".to_owned()), (1, "OOM202".to_owned())]
+        );
+    }
+
+    #[test]
+    fn mismatches_are_reported_both_ways() {
+        let rules = crate::rules::ALL;
+        let leak = "losses = []\nfor x in loader:\n    loss = criterion(model(x), y)\n    losses.append(loss)\n";
+        let err = check_fixture("t.py", leak.as_bytes(), rules).unwrap_err();
+        assert!(err.contains("unexpected: line 4 OOM201"), "{err}");
+        let marked = leak.replace("append(loss)", "append(loss)  # error: OOM201");
+        assert!(check_fixture("t.py", marked.as_bytes(), rules).is_ok());
+        let wrong = "x = 1  # error: OOM202\n";
+        let err = check_fixture("t.py", wrong.as_bytes(), rules).unwrap_err();
+        assert!(err.contains("missing:    line 1 OOM202"), "{err}");
+    }
+}

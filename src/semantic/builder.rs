@@ -61,6 +61,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         assignments: Vec::new(),
         bindings: Vec::new(),
         backwards: Vec::new(),
+        comments: Vec::new(),
         first_syntax_error: None,
         names: FxHashMap::default(),
         imports: FxHashMap::default(),
@@ -140,9 +141,9 @@ impl<'a> Builder<'a> {
                 });
                 self.scope = s;
                 self.loop_ = None;
-                // A function body starts with no grad context of its own: what holds
-                // there comes from its decorators, or from its callers.
-                self.grad = GradMode::Default;
+                // The grad mode around a `def` carries into its body (a nested function
+                // of an `@torch.no_grad()` function runs without grad); where nothing is
+                // written, it stays `Default` and comes from the callers.
             }
             FrameKind::Loop(l) => {
                 self.frames.push(Frame {
@@ -218,6 +219,7 @@ impl<'a> Builder<'a> {
                 }
             }
             "import_statement" | "import_from_statement" => self.enter_import(node),
+            "comment" => self.m.comments.push(node),
             "global_statement" | "nonlocal_statement" => {
                 let mut c = node.walk();
                 for n in node.named_children(&mut c) {

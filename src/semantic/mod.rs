@@ -218,6 +218,8 @@ pub struct SemanticModel<'a> {
     pub assignments: Vec<Assignment<'a>>,
     pub bindings: Vec<Binding<'a>>,
     pub backwards: Vec<Backward<'a>>,
+    /// Every comment, in source order (for suppressions and fixture markers).
+    pub comments: Vec<Node<'a>>,
     /// The first syntax error (an ERROR or MISSING node), as a byte offset.
     pub first_syntax_error: Option<usize>,
     names: FxHashMap<NameKey<'a>, Vec<BindingId>>,

@@ -92,12 +92,11 @@ pub fn is_model_name(name: &str) -> bool {
             && name.as_bytes()[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
     };
     // `model_name`, `model_path`, `model_dir` are strings: only suffixes count.
-    lower_ends("model")
-        || lower_ends("_net")
-        || lower_ends("net") && !lower_ends("subnet")
-        || lower_ends("_encoder")
-        || lower_ends("_decoder")
-        || lower_ends("_backbone")
+    let subnet = name.to_ascii_lowercase().ends_with("subnet");
+    ["model", "net", "_encoder", "_decoder", "_backbone"]
+        .iter()
+        .any(|s| lower_ends(s))
+        && !subnet
 }
 
 /// A class name that is (almost always) a module class when constructed:
