@@ -18,6 +18,10 @@ pub enum FileError {
     #[diagnostic(code(oomlint::walk))]
     Walk { path: String, reason: String },
 
+    #[error("{path}: {reason}")]
+    #[diagnostic(code(oomlint::notebook))]
+    Notebook { path: String, reason: String },
+
     #[error("{path}: internal error in {rule} (a bug in oomlint, please report it): {message}")]
     #[diagnostic(code(oomlint::internal))]
     Internal {

@@ -5,9 +5,12 @@
 //! reads that model and pushes [`rule::Diagnostic`]s, and the engine turns them into
 //! serializable [`finding::Finding`]s that the [`render`]ers print.
 
+pub mod config;
 pub mod error;
 pub mod finding;
 pub mod lint;
+pub mod noqa;
+pub mod notebook;
 pub mod render;
 pub mod rule;
 pub mod selection;

@@ -10,6 +10,8 @@ use tree_sitter::Parser;
 
 use crate::error::{FileError, FileWarning};
 use crate::finding::Finding;
+use crate::noqa::Suppressions;
+use crate::notebook::{CellIndex, Notebook};
 use crate::rule::{Diagnostic, Rule};
 use crate::semantic::SemanticModel;
 use crate::source::{LineIndex, SourceText};
@@ -22,7 +24,10 @@ pub struct FileReport {
     pub warnings: Vec<FileWarning>,
     pub errors: Vec<FileError>,
     /// The decoded text, kept only when there are findings (the text renderer shows snippets).
+    /// For a notebook, the concatenated code cells.
     pub source: Option<Arc<str>>,
+    /// For a notebook with findings: where each code cell starts in `source`.
+    pub notebook: Option<Arc<CellIndex>>,
 }
 
 thread_local! {
@@ -85,7 +90,48 @@ pub fn lint_bytes(path: &str, bytes: &[u8], rules: &[&'static Rule]) -> FileRepo
             path: path.to_owned(),
         });
     }
-    let text = src.text;
+    if path.ends_with(".ipynb") {
+        return lint_notebook(report, &src.text, rules);
+    }
+    lint_text(report, src.text, rules)
+}
+
+/// Lints the code cells of a notebook; positions in findings are positions in the
+/// `.ipynb` file, and the report keeps the cell index for the text formats.
+fn lint_notebook(mut report: FileReport, raw: &str, rules: &[&'static Rule]) -> FileReport {
+    let nb = match Notebook::parse(raw) {
+        Ok(nb) => nb,
+        Err(e) => {
+            report.errors.push(FileError::Notebook {
+                path: report.path.clone(),
+                reason: e.0,
+            });
+            return report;
+        }
+    };
+    let mut report = lint_text(report, nb.source.clone(), rules);
+    if report.findings.is_empty() {
+        return report;
+    }
+    let raw_index = LineIndex::new(raw);
+    for f in &mut report.findings {
+        let s = raw_index.line_col(raw, nb.raw_offset(f.range.0));
+        // The end is exclusive: map the last character, then step past it.
+        let last = nb.raw_offset(f.range.1.saturating_sub(1).max(f.range.0));
+        let e = raw_index.line_col(raw, last);
+        f.line = s.line;
+        f.column = s.column;
+        f.end_line = e.line;
+        f.end_column = e.column + usize::from(f.range.1 > f.range.0);
+    }
+    report.notebook = Some(Arc::new(nb.index()));
+    report
+}
+
+/// Lints decoded Python source.
+fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> FileReport {
+    let path = report.path.clone();
+    let path = path.as_str();
     let Some(tree) = PARSER.with(|p| p.borrow_mut().parse(&text, None)) else {
         report.errors.push(FileError::Internal {
             path: path.to_owned(),
@@ -134,6 +180,18 @@ pub fn lint_bytes(path: &str, bytes: &[u8], rules: &[&'static Rule]) -> FileRepo
                 end_column: e.column,
                 range: (d.range.start, d.range.end),
             });
+        }
+    }
+    if !report.findings.is_empty() {
+        // Suppression comments are tree-sitter comment nodes: never text inside a string.
+        let noqa = Suppressions::from_comments(
+            model
+                .comments
+                .iter()
+                .map(|c| (c.start_position().row + 1, &text[c.byte_range()])),
+        );
+        if !noqa.is_empty() {
+            report.findings.retain(|f| !noqa.suppresses(f.code, f.line));
         }
     }
     report

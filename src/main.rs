@@ -6,9 +6,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 
-use oomlint::lint::{lint_path, FileReport};
+use oomlint::config::{Overrides, Resolver};
+use oomlint::lint::{lint_bytes, lint_path, FileReport};
 use oomlint::render::{self, Color, Format};
-use oomlint::{rules, selection, walk};
+use oomlint::{rules, walk};
 
 /// A fast static linter for the PyTorch code patterns that run GPUs out of memory.
 #[derive(Parser)]
@@ -79,6 +80,24 @@ struct CheckArgs {
     /// Print only the findings: no summary line.
     #[arg(short, long)]
     quiet: bool,
+    /// Use this configuration file for every file (pyproject.toml, oomlint.toml or .oomlint.toml).
+    #[arg(long, value_name = "PATH", conflicts_with = "isolated")]
+    config: Option<PathBuf>,
+    /// Ignore every configuration file.
+    #[arg(long)]
+    isolated: bool,
+    /// Print the settings that apply to the given path, and the file they came from.
+    #[arg(long)]
+    show_settings: bool,
+    /// Write the output to this file instead of stdout.
+    #[arg(short = 'o', long, value_name = "PATH")]
+    output_file: Option<PathBuf>,
+    /// Read the source from stdin and report it under this name (it need not exist).
+    #[arg(long, value_name = "NAME")]
+    stdin_filename: Option<PathBuf>,
+    /// Apply the configured excludes to files named on the command line too (for pre-commit).
+    #[arg(long)]
+    force_exclude: bool,
 }
 
 const SUBCOMMANDS: &[&str] = &["check", "rule", "rules", "help"];
@@ -135,10 +154,42 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Prints a miette report of a tool error (a configuration error) to stderr.
+fn report_error(d: &dyn miette::Diagnostic) {
+    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+        miette::GraphicalTheme::unicode()
+    } else {
+        miette::GraphicalTheme::unicode_nocolor()
+    };
+    let mut s = String::new();
+    let handler = miette::GraphicalReportHandler::new_themed(theme).with_links(false);
+    if handler.render_report(&mut s, d).is_err() {
+        s = d.to_string();
+    }
+    eprint!("{s}");
+}
+
 fn check(a: CheckArgs) -> ExitCode {
-    let enabled = match selection::resolve(&a.select, &a.extend_select, &a.ignore) {
-        Ok(r) => r,
-        Err(e) => return usage_error(&e.to_string()),
+    let overrides = Overrides {
+        select: a.select.clone(),
+        extend_select: a.extend_select.clone(),
+        ignore: a.ignore.clone(),
+        exclude: a.exclude.clone(),
+        respect_gitignore: a.no_respect_gitignore.then_some(false),
+    };
+    let resolver = match Resolver::new(a.config.as_deref(), a.isolated, overrides) {
+        Ok(r) => std::sync::Arc::new(r),
+        Err(e) => {
+            report_error(e.as_ref());
+            return ExitCode::from(2);
+        }
+    };
+    let config_failed = |resolver: &Resolver| {
+        let errors = resolver.take_errors();
+        for e in &errors {
+            report_error(e.as_ref());
+        }
+        !errors.is_empty()
     };
     let threads = a
         .threads
@@ -156,25 +207,107 @@ fn check(a: CheckArgs) -> ExitCode {
     } else {
         a.paths.clone()
     };
-    let opts = walk::WalkOptions {
-        respect_gitignore: !a.no_respect_gitignore,
-        exclude: a.exclude.clone(),
-        threads,
+
+    if a.show_settings {
+        let p = &paths[0];
+        let settings = if p.is_dir() {
+            resolver.for_dir(p)
+        } else {
+            resolver.for_file(p)
+        };
+        if config_failed(&resolver) {
+            return ExitCode::from(2);
+        }
+        print!("{}", settings.describe(&walk::display(p)));
+        return ExitCode::SUCCESS;
+    }
+
+    let (files, walk_errors, reports) = if let Some(name) = &a.stdin_filename {
+        if !a.paths.is_empty() {
+            return usage_error("--stdin-filename reads stdin: give no paths with it");
+        }
+        let mut bytes = Vec::new();
+        if let Err(e) = std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes) {
+            return usage_error(&format!("cannot read stdin: {e}"));
+        }
+        let settings = resolver.for_file(name);
+        if config_failed(&resolver) {
+            return ExitCode::from(2);
+        }
+        let display = walk::display(name);
+        let reports = if a.force_exclude && settings.is_excluded(name) {
+            Vec::new()
+        } else {
+            vec![lint_bytes(&display, &bytes, &settings.rules_for(name))]
+        };
+        let files = vec![walk::FileEntry {
+            path: name.clone(),
+            display,
+        }];
+        (files, Vec::new(), reports)
+    } else {
+        let root_settings = resolver.for_dir(if paths[0].is_dir() {
+            &paths[0]
+        } else {
+            paths[0].parent().unwrap_or(std::path::Path::new("."))
+        });
+        let excluder = {
+            let resolver = resolver.clone();
+            walk::Excluder(std::sync::Arc::new(move |p: &std::path::Path| {
+                resolver.for_file(p).is_excluded(p)
+            }))
+        };
+        let opts = walk::WalkOptions {
+            respect_gitignore: root_settings.respect_gitignore,
+            exclude: a.exclude.clone(),
+            threads,
+            excluded: Some(excluder),
+        };
+        let (mut files, walk_errors) = walk::collect(&paths, &opts);
+        if a.force_exclude {
+            files.retain(|f| !resolver.for_file(&f.path).is_excluded(&f.path));
+        }
+        // Configuration is read as folders are met: report any bad one before linting.
+        for f in &files {
+            resolver.for_file(&f.path);
+        }
+        if config_failed(&resolver) {
+            return ExitCode::from(2);
+        }
+        let reports: Vec<FileReport> = pool.install(|| {
+            files
+                .par_iter()
+                .map(|f| {
+                    let settings = resolver.for_file(&f.path);
+                    lint_path(&f.path, &f.display, &settings.rules_for(&f.path))
+                })
+                .collect()
+        });
+        (files, walk_errors, reports)
     };
-    let (files, walk_errors) = walk::collect(&paths, &opts);
-    let reports: Vec<FileReport> = pool.install(|| {
-        files
-            .par_iter()
-            .map(|f| lint_path(&f.path, &f.display, &enabled))
-            .collect()
-    });
 
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out: Box<dyn Write> = match &a.output_file {
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Box::new(std::io::BufWriter::new(f)),
+            Err(e) => {
+                return usage_error(&format!(
+                    "{}: cannot write output file: {}",
+                    p.display(),
+                    oomlint::lint::io_reason(&e)
+                ))
+            }
+        },
+        None => Box::new(stdout.lock()),
+    };
     let color = match a.color {
         Color::Always => true,
         Color::Never => false,
-        Color::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        Color::Auto => {
+            a.output_file.is_none()
+                && std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none()
+        }
     };
     let written = if a.statistics {
         render::render_statistics(&mut out, &reports)

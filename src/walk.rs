@@ -29,11 +29,24 @@ pub const SKIPPED_DIRS: &[&str] = &[
     ".oomlint_cache",
 ];
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct WalkOptions {
     pub respect_gitignore: bool,
     pub exclude: Vec<String>,
     pub threads: usize,
+    /// Decides which files and folders below a named path are skipped (the
+    /// configuration's `exclude`); when `None`, the folders in [`SKIPPED_DIRS`] are.
+    pub excluded: Option<Excluder>,
+}
+
+/// A shared predicate over paths met by the walk: `true` skips the path.
+#[derive(Clone)]
+pub struct Excluder(pub std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>);
+
+impl std::fmt::Debug for Excluder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Excluder")
+    }
 }
 
 /// A file to lint, and the path to show for it.
@@ -85,12 +98,20 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
             .require_git(false)
             .follow_links(false)
             .threads(opts.threads.max(1))
-            .filter_entry(|e| {
-                e.depth() == 0
-                    || !(e.file_type().is_some_and(|t| t.is_dir())
+            .filter_entry({
+                let excluded = opts.excluded.clone();
+                move |e| {
+                    if e.depth() == 0 {
+                        return true;
+                    }
+                    if let Some(x) = &excluded {
+                        return !(x.0)(e.path());
+                    }
+                    !(e.file_type().is_some_and(|t| t.is_dir())
                         && e.file_name()
                             .to_str()
                             .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+                }
             });
         if !opts.exclude.is_empty() {
             let mut ov = OverrideBuilder::new(".");
@@ -132,8 +153,9 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
     (files, errors)
 }
 
-fn is_python(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e == "py")
+/// Python files and Jupyter notebooks.
+pub fn is_python(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "py" || e == "ipynb")
 }
 
 /// The path as the user would write it: relative as given, without a leading `./`.

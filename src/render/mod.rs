@@ -1,6 +1,9 @@
 //! Output formats. Findings are data until here; only the text format turns them
 //! into miette reports.
 
+mod github;
+mod junit;
+mod sarif;
 mod text;
 
 use std::io::{self, Write};
@@ -8,7 +11,34 @@ use std::io::{self, Write};
 use crate::finding::Finding;
 use crate::lint::FileReport;
 
+pub use github::{escape_data, escape_property, render_github};
+pub use junit::render_junit;
+pub use sarif::{render_sarif, sarif_value};
 pub use text::{render_text, Color};
+
+use crate::notebook::CellPosition;
+use crate::source::LineIndex;
+
+/// For a finding in a notebook: its cell, and line and column within the cell.
+pub fn cell_position(report: &FileReport, f: &Finding) -> Option<CellPosition> {
+    let idx = report.notebook.as_ref()?;
+    let src = report.source.as_ref()?;
+    Some(idx.locate(src, &LineIndex::new(src), f.range.0))
+}
+
+/// A path relative to the working directory when it lies below it (GitHub and SARIF
+/// resolve paths against the checkout).
+pub fn relative_to_cwd(path: &str) -> std::borrow::Cow<'_, str> {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() {
+        if let Ok(cwd) = std::env::current_dir() {
+            if let Ok(rel) = p.strip_prefix(&cwd) {
+                return std::borrow::Cow::Owned(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    std::borrow::Cow::Borrowed(path)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -20,6 +50,12 @@ pub enum Format {
     Json,
     /// One JSON object per line.
     Jsonl,
+    /// GitHub Actions workflow commands: annotations on the pull request.
+    Github,
+    /// SARIF 2.1.0 (GitHub code scanning and other SARIF viewers).
+    Sarif,
+    /// JUnit XML, for CI systems that read test reports.
+    Junit,
 }
 
 /// Writes the findings of all reports (already in path order) in `format`.
@@ -33,19 +69,26 @@ pub fn render(
     match format {
         Format::Text => render_text(out, reports, color),
         Format::Concise => {
-            for f in findings() {
-                writeln!(
-                    out,
-                    "{}:{}:{}: {} {}",
-                    sanitize(&f.path),
-                    f.line,
-                    f.column,
-                    f.code,
-                    sanitize(&f.message)
-                )?;
+            for r in reports {
+                for f in &r.findings {
+                    let at = match cell_position(r, f) {
+                        Some(c) => format!("cell {}:{}:{}", c.cell, c.line, c.column),
+                        None => format!("{}:{}", f.line, f.column),
+                    };
+                    writeln!(
+                        out,
+                        "{}:{at}: {} {}",
+                        sanitize(&f.path),
+                        f.code,
+                        sanitize(&f.message)
+                    )?;
+                }
             }
             Ok(())
         }
+        Format::Github => render_github(out, reports),
+        Format::Sarif => render_sarif(out, reports),
+        Format::Junit => render_junit(out, reports),
         Format::Json => {
             let all: Vec<&Finding> = findings().collect();
             serde_json::to_writer_pretty(&mut *out, &all)?;

@@ -24,6 +24,8 @@ struct Shown<'f> {
     finding: &'f Finding,
     message: String,
     source: &'f NamedSource<Arc<str>>,
+    /// Where `source` starts in the file's text (a notebook cell's start; else 0).
+    shift: usize,
 }
 
 impl fmt::Debug for Shown<'_> {
@@ -61,6 +63,7 @@ impl Diagnostic for Shown<'_> {
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let (s, e) = self.finding.range;
+        let (s, e) = (s.saturating_sub(self.shift), e.saturating_sub(self.shift));
         Some(Box::new(std::iter::once(
             LabeledSpan::new_primary_with_span(
                 Some(self.finding.name.to_owned()),
@@ -87,10 +90,24 @@ pub fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> 
             Arc::<str>::from(safe_source(src).as_ref()),
         );
         for f in &r.findings {
+            // A notebook finding is shown in its cell: `notebook.ipynb:cell 3:4:5`.
+            let cell_src;
+            let (source, shift) = match &r.notebook {
+                Some(idx) => {
+                    let (n, range) = idx.cell_range_at(src, f.range.0);
+                    cell_src = NamedSource::new(
+                        format!("{}:cell {n}", super::sanitize(&r.path)),
+                        Arc::<str>::from(&safe_source(src)[range.clone()]),
+                    );
+                    (&cell_src, range.start)
+                }
+                None => (&shown_src, 0),
+            };
             let d = Shown {
                 finding: f,
                 message: super::sanitize(&f.message).into_owned(),
-                source: &shown_src,
+                source,
+                shift,
             };
             let mut s = String::new();
             handler

@@ -1,0 +1,482 @@
+//! Jupyter notebooks: the code cells of an `.ipynb` file become one Python source (cells
+//! in order, each ending with a newline), so names defined in one cell are known in the
+//! next, as when the notebook runs top to bottom.
+//!
+//! IPython syntax that is not Python is blanked (the line becomes `pass` at its
+//! indentation, so a block stays a block): line magics (`%time`, `%load_ext`), shell
+//! escapes (`!pip install`), `x = !ls` and `x = %env`, help (`obj?`, `?obj`), and cell
+//! magics (`%%bash`: the whole cell; `%%time`, `%%timeit`, `%%capture`, `%%prun`,
+//! `%%debug`: only the magic line, the rest is Python).
+//!
+//! Positions map back twice: to the cell (1-based among all cells of the notebook,
+//! markdown included, as they appear top to bottom) and the line within it, which the
+//! text and concise formats show; and to the line and column in the `.ipynb` file itself,
+//! which json, github, sarif and junit report, so a position always points into the file
+//! named by `path`. The JSON of the notebook is scanned by hand so that every character
+//! of a cell's source knows where it sits in the file.
+
+use crate::source::LineIndex;
+
+/// A notebook's code, and where each byte of it came from.
+#[derive(Debug)]
+pub struct Notebook {
+    /// The code cells, concatenated.
+    pub source: String,
+    /// For each byte of `source` (and one past the end), its byte offset in the file.
+    raw_offset: Vec<usize>,
+    /// The code cells: (cell number, 1-based; byte offset in `source` where it starts).
+    cells: Vec<(usize, usize)>,
+}
+
+/// Where a position in the concatenated source lies in the notebook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellPosition {
+    /// 1-based among all cells.
+    pub cell: usize,
+    /// 1-based, within the cell.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("not a valid notebook: {0}")]
+pub struct NotebookError(pub String);
+
+/// The index kept with a file report to map findings back to cells.
+#[derive(Debug)]
+pub struct CellIndex {
+    /// (cell number, byte offset in the concatenated source, first line there (1-based)).
+    cells: Vec<(usize, usize, usize)>,
+}
+
+impl CellIndex {
+    /// The cell, line and column of `offset` in the concatenated source.
+    pub fn locate(&self, source: &str, lines: &LineIndex, offset: usize) -> CellPosition {
+        let lc = lines.line_col(source, offset);
+        let i = self
+            .cells
+            .partition_point(|c| c.1 <= offset)
+            .saturating_sub(1);
+        let (cell, _, first_line) = self.cells.get(i).copied().unwrap_or((1, 0, 1));
+        CellPosition {
+            cell,
+            line: lc.line + 1 - first_line.min(lc.line),
+            column: lc.column,
+        }
+    }
+
+    /// The byte range of cell `i` (index into the code cells) in the concatenated source.
+    pub fn cell_range_at(&self, source: &str, offset: usize) -> (usize, std::ops::Range<usize>) {
+        let i = self
+            .cells
+            .partition_point(|c| c.1 <= offset)
+            .saturating_sub(1);
+        let start = self.cells.get(i).map_or(0, |c| c.1);
+        let end = self.cells.get(i + 1).map_or(source.len(), |c| c.1);
+        (self.cells.get(i).map_or(1, |c| c.0), start..end)
+    }
+}
+
+impl Notebook {
+    pub fn parse(raw: &str) -> Result<Notebook, NotebookError> {
+        let mut p = Scanner {
+            s: raw.as_bytes(),
+            i: 0,
+        };
+        let root = p.value(0)?;
+        p.ws();
+        if p.i != p.s.len() {
+            return Err(p.err("trailing characters after the JSON document"));
+        }
+        let Json::Obj(fields) = root else {
+            return Err(NotebookError("the top level is not a JSON object".into()));
+        };
+        let Some(Json::Arr(cells)) = get(&fields, raw, "cells") else {
+            return Err(NotebookError("no `cells` list".into()));
+        };
+        let mut nb = Notebook {
+            source: String::new(),
+            raw_offset: Vec::new(),
+            cells: Vec::new(),
+        };
+        for (n, cell) in cells.iter().enumerate() {
+            let Json::Obj(cell) = cell else { continue };
+            let is_code = matches!(get(cell, raw, "cell_type"), Some(Json::Str(s)) if decode(raw, *s).0 == "code");
+            if !is_code {
+                continue;
+            }
+            // The cell's text, and the file offset of each of its bytes.
+            let mut text = String::new();
+            let mut map = Vec::new();
+            match get(cell, raw, "source") {
+                Some(Json::Str(s)) => push_decoded(raw, *s, &mut text, &mut map),
+                Some(Json::Arr(parts)) => {
+                    for part in parts {
+                        if let Json::Str(s) = part {
+                            push_decoded(raw, *s, &mut text, &mut map);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let end_raw = map.last().map_or(0, |&o| o + 1);
+            nb.cells.push((n + 1, nb.source.len()));
+            blank_ipython(&mut text);
+            nb.source.push_str(&text);
+            nb.raw_offset.extend_from_slice(&map);
+            if !text.ends_with('\n') {
+                nb.source.push('\n');
+                nb.raw_offset.push(end_raw);
+            }
+        }
+        nb.raw_offset
+            .push(nb.raw_offset.last().map_or(0, |&o| o + 1).min(raw.len()));
+        Ok(nb)
+    }
+
+    /// The file offset of a byte offset in [`Notebook::source`].
+    pub fn raw_offset(&self, offset: usize) -> usize {
+        self.raw_offset
+            .get(offset)
+            .or(self.raw_offset.last())
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn index(&self) -> CellIndex {
+        let lines = LineIndex::new(&self.source);
+        CellIndex {
+            cells: self
+                .cells
+                .iter()
+                .map(|&(n, off)| (n, off, lines.line_col(&self.source, off).line))
+                .collect(),
+        }
+    }
+}
+
+/// Replaces IPython-only lines by `pass` (same byte length or shorter, padded by
+/// spaces so every byte keeps its file offset).
+fn blank_ipython(text: &mut String) {
+    let mut out = String::with_capacity(text.len());
+    let mut whole_cell = false;
+    let mut first = true;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let ending = &line[body.len()..];
+        let trimmed = body.trim_start();
+        let indent = &body[..body.len() - trimmed.len()];
+        let is_first = first && !trimmed.is_empty();
+        if !trimmed.is_empty() {
+            first = false;
+        }
+        let blank = if whole_cell {
+            true
+        } else if is_first && trimmed.starts_with("%%") {
+            let name = trimmed[2..].split_whitespace().next().unwrap_or("");
+            whole_cell = !matches!(name, "time" | "timeit" | "capture" | "prun" | "debug");
+            true
+        } else {
+            is_ipython_line(trimmed)
+        };
+        if blank {
+            // `pass` keeps an indented block a block; pad to keep byte offsets.
+            let mut repl = String::from(indent);
+            if !trimmed.is_empty() && !whole_cell && body.len() >= indent.len() + 4 {
+                repl.push_str("pass");
+            }
+            while repl.len() < body.len() {
+                repl.push(' ');
+            }
+            out.push_str(&repl);
+        } else {
+            out.push_str(body);
+        }
+        out.push_str(ending);
+    }
+    *text = out;
+}
+
+fn is_ipython_line(t: &str) -> bool {
+    if t.starts_with('%') || t.starts_with('!') || t.starts_with('?') {
+        return true;
+    }
+    if t.ends_with('?') && !t.contains('#') {
+        return true;
+    }
+    // `files = !ls`, `path = %env HOME`
+    if let Some(eq) = t.find('=') {
+        let (lhs, rhs) = (&t[..eq], t[eq + 1..].trim_start());
+        let plain = !lhs.is_empty()
+            && lhs
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == ',' || c == '.' || c == ' ');
+        if plain && (rhs.starts_with('!') || rhs.starts_with('%')) && !rhs.starts_with("!=") {
+            return true;
+        }
+    }
+    false
+}
+
+/// A parsed JSON value; strings are kept as the byte span of the literal (quotes
+/// included) and decoded only when needed, so large outputs cost nothing.
+enum Json {
+    Obj(Vec<((usize, usize), Json)>),
+    Arr(Vec<Json>),
+    Str((usize, usize)),
+    Other,
+}
+
+fn get<'j>(fields: &'j [((usize, usize), Json)], raw: &str, key: &str) -> Option<&'j Json> {
+    fields
+        .iter()
+        .find(|(k, _)| decode(raw, *k).0 == key)
+        .map(|(_, v)| v)
+}
+
+fn decode(raw: &str, span: (usize, usize)) -> (String, Vec<usize>) {
+    let mut s = String::new();
+    let mut m = Vec::new();
+    push_decoded(raw, span, &mut s, &mut m);
+    (s, m)
+}
+
+/// Appends the decoded string literal at `span` to `out`, and the file offset of each
+/// decoded byte to `map` (every byte of an escape maps to the backslash).
+fn push_decoded(raw: &str, span: (usize, usize), out: &mut String, map: &mut Vec<usize>) {
+    let b = raw.as_bytes();
+    let mut i = span.0 + 1;
+    let end = span.1 - 1;
+    while i < end {
+        if b[i] == b'\\' && i + 1 < end {
+            let at = i;
+            let c = match b[i + 1] {
+                b'n' => Some('\n'),
+                b't' => Some('\t'),
+                b'r' => Some('\r'),
+                b'b' => Some('\u{8}'),
+                b'f' => Some('\u{c}'),
+                b'u' => {
+                    let hex = |j: usize| {
+                        raw.get(j..j + 4)
+                            .and_then(|h| u32::from_str_radix(h, 16).ok())
+                    };
+                    let hi = hex(i + 2);
+                    i += 4;
+                    match hi {
+                        Some(h)
+                            if (0xD800..0xDC00).contains(&h)
+                                && raw.get(i + 2..i + 4) == Some("\\u") =>
+                        {
+                            let lo = hex(i + 4).unwrap_or(0);
+                            i += 6;
+                            char::from_u32(
+                                0x10000 + ((h - 0xD800) << 10) + (lo.wrapping_sub(0xDC00) & 0x3FF),
+                            )
+                        }
+                        Some(h) => char::from_u32(h),
+                        None => None,
+                    }
+                    .or(Some('\u{FFFD}'))
+                }
+                other => Some(other as char),
+            };
+            i += 2;
+            if let Some(c) = c {
+                out.push(c);
+                map.extend(std::iter::repeat_n(at, c.len_utf8()));
+            }
+        } else {
+            let c = raw[i..].chars().next().unwrap_or('\u{FFFD}');
+            out.push(c);
+            for k in 0..c.len_utf8() {
+                map.push(i + k);
+            }
+            i += c.len_utf8().max(1);
+        }
+    }
+}
+
+struct Scanner<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Scanner<'_> {
+    fn err(&self, what: &str) -> NotebookError {
+        let line = self.s[..self.i.min(self.s.len())]
+            .iter()
+            .filter(|&&c| c == b'\n')
+            .count()
+            + 1;
+        NotebookError(format!("invalid JSON at line {line}: {what}"))
+    }
+
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\t' | b'\n' | b'\r') {
+            self.i += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Json, NotebookError> {
+        if depth > 256 {
+            return Err(self.err("nested too deep"));
+        }
+        self.ws();
+        match self.s.get(self.i) {
+            Some(b'{') => {
+                self.i += 1;
+                let mut fields = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(Json::Obj(fields));
+                }
+                loop {
+                    self.ws();
+                    let key = self.string()?;
+                    self.ws();
+                    if self.s.get(self.i) != Some(&b':') {
+                        return Err(self.err("expected `:`"));
+                    }
+                    self.i += 1;
+                    let v = self.value(depth + 1)?;
+                    fields.push((key, v));
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(Json::Obj(fields));
+                        }
+                        _ => return Err(self.err("expected `,` or `}`")),
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut items = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(Json::Arr(items));
+                }
+                loop {
+                    items.push(self.value(depth + 1)?);
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(Json::Arr(items));
+                        }
+                        _ => return Err(self.err("expected `,` or `]`")),
+                    }
+                }
+            }
+            Some(b'"') => Ok(Json::Str(self.string()?)),
+            Some(c) if c.is_ascii_digit() || *c == b'-' || c.is_ascii_alphabetic() => {
+                while self.i < self.s.len()
+                    && (self.s[self.i].is_ascii_alphanumeric()
+                        || matches!(self.s[self.i], b'-' | b'+' | b'.'))
+                {
+                    self.i += 1;
+                }
+                Ok(Json::Other)
+            }
+            _ => Err(self.err("expected a value")),
+        }
+    }
+
+    fn string(&mut self) -> Result<(usize, usize), NotebookError> {
+        if self.s.get(self.i) != Some(&b'"') {
+            return Err(self.err("expected a string"));
+        }
+        let start = self.i;
+        self.i += 1;
+        while let Some(&c) = self.s.get(self.i) {
+            match c {
+                b'\\' => self.i += 2,
+                b'"' => {
+                    self.i += 1;
+                    return Ok((start, self.i));
+                }
+                _ => self.i += 1,
+            }
+        }
+        Err(self.err("unterminated string"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NB: &str = r##"{
+ "cells": [
+  {"cell_type": "markdown", "metadata": {}, "source": ["# Title\n"]},
+  {
+   "cell_type": "code",
+   "metadata": {},
+   "outputs": [{"data": {"text/plain": ["\"x\""]}}],
+   "source": [
+    "%load_ext autoreload\n",
+    "import torch\n",
+    "!pip install x"
+   ]
+  },
+  {"cell_type": "code", "source": "s = \"\u00e9\\t\"\nfor b in data:\n    loss = f(b)\n"}
+ ],
+ "nbformat": 4
+}"##;
+
+    #[test]
+    fn code_cells_concatenated_and_magics_blanked() {
+        let nb = Notebook::parse(NB).unwrap();
+        let lines: Vec<&str> = nb.source.lines().collect();
+        assert_eq!(lines[0].trim(), "pass");
+        assert_eq!(lines[1], "import torch");
+        assert_eq!(lines[2].trim(), "pass");
+        assert_eq!(lines[3], "s = \"\u{e9}\\t\"");
+        assert_eq!(lines[5], "    loss = f(b)");
+    }
+
+    #[test]
+    fn positions_map_to_cells_and_file() {
+        let nb = Notebook::parse(NB).unwrap();
+        let idx = nb.index();
+        let li = LineIndex::new(&nb.source);
+        let at = nb.source.find("loss").unwrap();
+        assert_eq!(
+            idx.locate(&nb.source, &li, at),
+            CellPosition {
+                cell: 3,
+                line: 3,
+                column: 5
+            }
+        );
+        // In the file, `loss` sits inside the one-string source, after `\n    `.
+        let raw = nb.raw_offset(at);
+        assert_eq!(&NB[raw..raw + 4], "loss");
+        let imp = nb.source.find("import").unwrap();
+        assert_eq!(&NB[nb.raw_offset(imp)..nb.raw_offset(imp) + 6], "import");
+    }
+
+    #[test]
+    fn cell_magics() {
+        let mut t = String::from("%%bash\necho hi\n");
+        blank_ipython(&mut t);
+        assert_eq!(t.trim(), "");
+        let mut t = String::from("%%time\nx = 1\nfiles = !ls\nmodel?\n");
+        blank_ipython(&mut t);
+        let l: Vec<&str> = t.lines().map(str::trim).collect();
+        assert_eq!(l, ["pass", "x = 1", "pass", "pass"]);
+    }
+
+    #[test]
+    fn invalid_json_is_an_error() {
+        assert!(Notebook::parse("{\"cells\": [").is_err());
+        assert!(Notebook::parse("[]").is_err());
+    }
+}

@@ -1,0 +1,59 @@
+//! `--format github`: one GitHub Actions workflow command per finding, so findings show
+//! as annotations on the pull request.
+//! `::error file=PATH,line=L,col=C,endLine=L2,endColumn=C2,title=oomlint (OOM201)::MESSAGE`
+
+use std::io::{self, Write};
+
+use crate::lint::FileReport;
+use crate::rule::Severity;
+
+/// Escapes a workflow-command message: `%`, `\r`, `\n`.
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Escapes a workflow-command property value: as a message, plus `:` and `,`.
+pub fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+pub fn render_github(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<()> {
+    for r in reports {
+        for f in &r.findings {
+            let level = match f.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            };
+            let mut message = String::new();
+            if let Some(cell) = super::cell_position(r, f) {
+                message.push_str(&format!("cell {}, line {}: ", cell.cell, cell.line));
+            }
+            message.push_str(&format!("{} {}\nhelp: {}", f.code, f.message, f.help));
+            writeln!(
+                out,
+                "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}",
+                escape_property(&super::relative_to_cwd(&f.path)),
+                f.line,
+                f.column,
+                f.end_line,
+                f.end_column,
+                escape_property(&format!("oomlint ({})", f.code)),
+                escape_data(&message)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(escape_data("50%\r\nx: y, z"), "50%25%0D%0Ax: y, z");
+        assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+    }
+}

@@ -1,0 +1,73 @@
+//! `--format junit`: JUnit XML for CI systems that read test reports. One test suite
+//! per linted file; a file without findings is one passing test case, and each finding
+//! is a failing test case named by code and position.
+
+use std::io::{self, Write};
+
+use crate::lint::FileReport;
+
+/// Escapes text for XML attributes and content; drops characters XML 1.0 forbids.
+pub fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            '\n' => o.push_str("&#10;"),
+            '\r' => o.push_str("&#13;"),
+            '\t' => o.push_str("&#9;"),
+            c if (c as u32) < 0x20 || matches!(c, '\u{FFFE}' | '\u{FFFF}') => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+pub fn render_junit(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<()> {
+    let failures: usize = reports.iter().map(|r| r.findings.len()).sum();
+    let tests: usize = reports.iter().map(|r| r.findings.len().max(1)).sum();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="oomlint" tests="{tests}" failures="{failures}" errors="0">"#
+    )?;
+    for r in reports {
+        let path = xml_escape(&r.path);
+        writeln!(
+            out,
+            r#"  <testsuite name="{path}" tests="{}" failures="{}" errors="0">"#,
+            r.findings.len().max(1),
+            r.findings.len()
+        )?;
+        if r.findings.is_empty() {
+            writeln!(out, r#"    <testcase name="oomlint" classname="{path}"/>"#)?;
+        }
+        for f in &r.findings {
+            let at = match super::cell_position(r, f) {
+                Some(c) => format!("cell {}:{}:{}", c.cell, c.line, c.column),
+                None => format!("{}:{}", f.line, f.column),
+            };
+            writeln!(
+                out,
+                r#"    <testcase name="{} {}:{at}" classname="{path}" file="{path}" line="{}">"#,
+                f.code, path, f.line
+            )?;
+            writeln!(
+                out,
+                r#"      <failure message="{}" type="{}">{}</failure>"#,
+                xml_escape(&f.message),
+                f.code,
+                xml_escape(&format!(
+                    "{}:{at}: {} {} ({})\nhelp: {}",
+                    r.path, f.code, f.message, f.name, f.help
+                ))
+            )?;
+            writeln!(out, "    </testcase>")?;
+        }
+        writeln!(out, "  </testsuite>")?;
+    }
+    writeln!(out, "</testsuites>")
+}
