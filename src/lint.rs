@@ -104,7 +104,7 @@ fn lint_notebook(mut report: FileReport, raw: &str, rules: &[&'static Rule]) -> 
         Err(e) => {
             report.errors.push(FileError::Notebook {
                 path: report.path.clone(),
-                reason: e.0,
+                reason: e.to_string(),
             });
             return report;
         }
@@ -141,7 +141,9 @@ fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> F
         return report;
     };
     let index = LineIndex::new(&text);
-    let model = SemanticModel::build(&tree, &text);
+    let mut model = SemanticModel::build(&tree, &text);
+    let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    model.is_test_module = crate::semantic::names::is_test_file_name(file_name);
     if let Some(at) = model.first_syntax_error {
         let lc = index.line_col(&text, at);
         report.warnings.push(FileWarning::Syntax {
