@@ -11,8 +11,12 @@ macro_rules! registry {
 }
 
 registry! {
+    missing_zero_grad::MISSING_ZERO_GRAD,
     undetached_loss_append::UNDETACHED_LOSS_APPEND,
     undetached_loss_accumulate::UNDETACHED_LOSS_ACCUMULATE,
+    eval_without_no_grad::EVAL_WITHOUT_NO_GRAD,
+    redundant_dtype_conversion::REDUNDANT_DTYPE_CONVERSION,
+    redundant_device_move::REDUNDANT_DEVICE_MOVE,
 }
 
 /// The rule with this code (case-insensitive).

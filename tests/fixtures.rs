@@ -1,11 +1,30 @@
 //! Runs every fixture under `fixtures/` as its own test: the findings of all rules
 //! must be exactly the `# error: CODE` markers.
 
+use std::fmt;
 use std::path::Path;
+
+/// The harness prints errors with `Debug`; this keeps the rendered findings readable.
+struct Mismatch(String);
+
+impl fmt::Debug for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Mismatch {}
 
 fn fixture(path: &Path, source: Vec<u8>) -> datatest_stable::Result<()> {
     let shown = path.to_string_lossy().replace('\\', "/");
-    oomlint::testing::check_fixture(&shown, &source, oomlint::rules::ALL).map_err(|m| m.into())
+    oomlint::testing::check_fixture(&shown, &source, oomlint::rules::ALL)
+        .map_err(|m| Box::new(Mismatch(m)) as Box<dyn std::error::Error>)
 }
 
 datatest_stable::harness! {

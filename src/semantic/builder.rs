@@ -62,6 +62,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         bindings: Vec::new(),
         backwards: Vec::new(),
         comments: Vec::new(),
+        is_test_module: false,
         first_syntax_error: None,
         names: FxHashMap::default(),
         imports: FxHashMap::default(),
@@ -71,6 +72,8 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         callers: Vec::new(),
         iterated: Vec::new(),
         loop_callees: Vec::new(),
+        hook_callees: Vec::new(),
+        calls_by_function: Vec::new(),
         backward_flow: OnceCell::new(),
         binding_values: RefCell::new(Vec::new()),
         return_values: RefCell::new(Vec::new()),
@@ -779,11 +782,13 @@ impl<'a> Builder<'a> {
                 calls_by_function[f as usize].push(i as u32);
             }
         }
-        let reach = |m: &SemanticModel<'a>, seeds: Vec<ScopeId>, seen: &mut Vec<bool>| {
+        // Same-file functions reachable from `seeds`; `seen` holds a stamp per scope so
+        // one allocation serves every loop.
+        let reach = |m: &SemanticModel<'a>, seeds: &[ScopeId], seen: &mut [u32], stamp: u32| {
             let mut out = Vec::new();
-            let mut work = seeds;
+            let mut work = seeds.to_vec();
             while let Some(f) = work.pop() {
-                if std::mem::replace(&mut seen[f as usize], true) {
+                if std::mem::replace(&mut seen[f as usize], stamp) == stamp {
                     continue;
                 }
                 out.push(f);
@@ -795,31 +800,53 @@ impl<'a> Builder<'a> {
             }
             out
         };
-        let mut loop_callees = Vec::with_capacity(m.loops.len());
+        // Direct callees of each loop body, nested loops included, in one pass over calls.
+        let mut loop_seeds: Vec<Vec<ScopeId>> = vec![Vec::new(); m.loops.len()];
+        for (i, c) in m.calls.iter().enumerate() {
+            if let Some(g) = m.callees[i] {
+                let mut l = c.site.loop_;
+                while let Some(id) = l {
+                    loop_seeds[id as usize].push(g);
+                    l = m.loops[id as usize].parent;
+                }
+            }
+        }
+        let mut seen = vec![0u32; n_scopes];
+        let mut stamp = 0;
         let mut iterated = vec![false; n_scopes];
-        for l in 0..m.loops.len() as LoopId {
-            let seeds: Vec<ScopeId> = m
-                .calls_in_loop(l)
-                .filter_map(|(i, _)| m.callees[i as usize])
-                .collect();
-            let mut seen = vec![false; n_scopes];
-            let reached = reach(m, seeds, &mut seen);
+        let mut loop_callees = Vec::with_capacity(m.loops.len());
+        for seeds in &loop_seeds {
+            if seeds.is_empty() {
+                loop_callees.push(Vec::new());
+                continue;
+            }
+            stamp += 1;
+            let reached = reach(m, seeds, &mut seen, stamp);
             for &f in &reached {
                 iterated[f as usize] = true;
             }
             loop_callees.push(reached);
         }
-        let hook_seeds: Vec<ScopeId> = (0..n_scopes as ScopeId)
-            .filter(|&s| m.is_per_step_hook(s))
-            .flat_map(|s| calls_by_function[s as usize].iter())
-            .filter_map(|&c| m.callees[c as usize])
-            .collect();
-        let mut seen = vec![false; n_scopes];
-        for f in reach(m, hook_seeds, &mut seen) {
-            iterated[f as usize] = true;
+        let mut hook_callees = Vec::new();
+        for h in 0..n_scopes as ScopeId {
+            if !m.is_per_step_hook(h) {
+                continue;
+            }
+            let seeds: Vec<ScopeId> = calls_by_function[h as usize]
+                .iter()
+                .filter_map(|&c| m.callees[c as usize])
+                .collect();
+            stamp += 1;
+            let reached = reach(m, &seeds, &mut seen, stamp);
+            for &f in &reached {
+                iterated[f as usize] = true;
+            }
+            hook_callees.push((h, reached));
         }
         m.loop_callees = loop_callees;
+        m.hook_callees = hook_callees;
         m.iterated = iterated;
+        m.calls_by_function = calls_by_function;
         *m.binding_values.get_mut() = vec![Memo::Todo; m.bindings.len()];
         *m.return_values.get_mut() = vec![Memo::Todo; n_scopes];
         *m.scope_grad.get_mut() = vec![None; n_scopes];

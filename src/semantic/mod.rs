@@ -13,7 +13,9 @@
 
 mod builder;
 pub mod names;
+pub mod optim;
 mod provenance;
+pub mod state;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::ops::Range;
@@ -198,6 +200,14 @@ pub enum Value {
     Unknown,
 }
 
+/// A unit of repetition: a loop body, or a method that frameworks call once per step.
+/// What runs "per iteration" of a unit includes the same-file functions it calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Loop(LoopId),
+    Hook(ScopeId),
+}
+
 /// Why code runs once per training (or evaluation) step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Iteration {
@@ -218,6 +228,9 @@ pub struct SemanticModel<'a> {
     pub assignments: Vec<Assignment<'a>>,
     pub bindings: Vec<Binding<'a>>,
     pub backwards: Vec<Backward<'a>>,
+    /// Whether the file is a test module (`test_*.py`, `*_test.py`, `conftest.py`): set by
+    /// the engine from the file name, since its `test` functions are pytest's.
+    pub is_test_module: bool,
     /// Every comment, in source order (for suppressions and fixture markers).
     pub comments: Vec<Node<'a>>,
     /// The first syntax error (an ERROR or MISSING node), as a byte offset.
@@ -235,6 +248,10 @@ pub struct SemanticModel<'a> {
     iterated: Vec<bool>,
     /// Functions reachable (same file) from each loop's body.
     loop_callees: Vec<Vec<ScopeId>>,
+    /// Per-step hooks, with the functions reachable from each.
+    hook_callees: Vec<(ScopeId, Vec<ScopeId>)>,
+    /// Calls made in each function (its nested blocks and loops included).
+    calls_by_function: Vec<Vec<u32>>,
     /// Names that flow into a backward pass, per scope.
     backward_flow: OnceCell<FxHashSet<NameKey<'a>>>,
     // Memo tables for the lazy queries; `Cell` so the model is shared immutably.
@@ -373,11 +390,70 @@ impl<'a> SemanticModel<'a> {
 
     /// The calls made directly in `loop_`'s body (nested blocks and loops included).
     pub fn calls_in_loop(&self, loop_: LoopId) -> impl Iterator<Item = (u32, &Call<'a>)> {
-        self.calls
+        // Calls are recorded in pre-order, so those inside the body are one contiguous run.
+        let body = self.loop_(loop_).body.byte_range();
+        let lo = self
+            .calls
+            .partition_point(|c| c.node.start_byte() < body.start);
+        let hi = self
+            .calls
+            .partition_point(|c| c.node.start_byte() < body.end);
+        self.calls[lo..hi]
             .iter()
             .enumerate()
             .filter(move |(_, c)| self.loop_within(c.site.loop_, loop_))
-            .map(|(i, c)| (i as u32, c))
+            .map(move |(i, c)| ((lo + i) as u32, c))
+    }
+
+    /// Every loop and every per-step hook.
+    pub fn units(&self) -> impl Iterator<Item = Unit> + '_ {
+        (0..self.loops.len() as LoopId)
+            .map(Unit::Loop)
+            .chain(self.hook_callees.iter().map(|(h, _)| Unit::Hook(*h)))
+    }
+
+    /// The same-file functions that run once per iteration of `unit`.
+    pub fn unit_callees(&self, unit: Unit) -> &[ScopeId] {
+        match unit {
+            Unit::Loop(l) => self.loop_callees(l),
+            Unit::Hook(h) => self
+                .hook_callees
+                .iter()
+                .find(|(x, _)| *x == h)
+                .map_or(&[], |(_, v)| v.as_slice()),
+        }
+    }
+
+    /// Whether a fact at `site` runs once per iteration of `unit` (directly, in nested
+    /// blocks and loops, or in a same-file function the unit calls).
+    pub fn runs_in(&self, site: Site, unit: Unit) -> bool {
+        let direct = match unit {
+            Unit::Loop(l) => self.loop_within(site.loop_, l),
+            Unit::Hook(h) => self.function_of(site.scope) == Some(h),
+        };
+        direct
+            || self
+                .function_of(site.scope)
+                .is_some_and(|f| self.unit_callees(unit).contains(&f))
+    }
+
+    /// The calls that run once per iteration of `unit`, in source order of their function.
+    pub fn calls_in_unit(&self, unit: Unit) -> Vec<u32> {
+        let mut out: Vec<u32> = match unit {
+            Unit::Loop(l) => self.calls_in_loop(l).map(|(i, _)| i).collect(),
+            Unit::Hook(h) => self.calls_by_function[h as usize].clone(),
+        };
+        for &f in self.unit_callees(unit) {
+            out.extend_from_slice(&self.calls_by_function[f as usize]);
+        }
+        out
+    }
+
+    /// The assignments that run once per iteration of `unit`.
+    pub fn assignments_in_unit(&self, unit: Unit) -> impl Iterator<Item = &Assignment<'a>> {
+        self.assignments
+            .iter()
+            .filter(move |a| self.runs_in(a.site, unit))
     }
 
     /// Why code at `site` runs once per step, if it does.

@@ -1,0 +1,183 @@
+use crate::prelude::*;
+use crate::semantic::{names, unwrap_parens, ScopeId};
+
+declare_rule! {
+    /// ## What it does
+    /// Flags evaluation code that runs the model with autograd on: a function whose name
+    /// says evaluation (`evaluate`, `eval_*`, `validate`, `val_*`, `test`, `predict*`,
+    /// `infer*`), the code after `model.eval()`, or a loop over an evaluation loader
+    /// (`val_loader`, `test_loader`, `eval_dataloader`), when a model forward in it is
+    /// not under `torch.no_grad()`/`torch.inference_mode()`.
+    ///
+    /// ## Why is this bad?
+    /// With grad enabled every forward records the autograd graph and keeps the
+    /// activations it needs for a backward pass that never comes. Each batch's memory is
+    /// only released when its outputs die; any output kept (for metrics, predictions) keeps
+    /// its whole graph, so evaluation can take several times the memory of inference and
+    /// run out of memory on batches that training handled. It is also slower.
+    ///
+    /// `model.eval()` does not disable gradients: it only switches dropout and batch norm
+    /// to inference behaviour.
+    ///
+    /// Not flagged: code under `torch.no_grad()`/`torch.inference_mode()` or
+    /// `torch.set_grad_enabled(False)` at any enclosing level, a function decorated with
+    /// `@torch.no_grad()` (or only ever called under no_grad in the same file), Lightning's
+    /// `validation_step`/`test_step`/`predict_step` (Lightning disables grad), HF
+    /// `model.generate(...)`, functions that want gradients (`.backward()`,
+    /// `torch.autograd.grad`, `requires_grad_()`: saliency maps, adversarial examples,
+    /// test-time training), and pytest `test_*` functions.
+    ///
+    /// ## Example
+    /// ```python
+    /// def evaluate(model, val_loader):
+    ///     model.eval()
+    ///     correct = 0
+    ///     for x, y in val_loader:
+    ///         correct += (model(x).argmax(1) == y).sum().item()  # builds a graph
+    ///     return correct
+    /// ```
+    ///
+    /// ## How to fix
+    /// ```python
+    /// @torch.no_grad()
+    /// def evaluate(model, val_loader):
+    ///     ...
+    /// ```
+    /// or wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`).
+    pub static EVAL_WITHOUT_NO_GRAD = Rule {
+        code: "OOM301",
+        name: "eval-without-no-grad",
+        severity: Severity::Error,
+        check,
+    };
+}
+
+fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
+    if model.is_test_module {
+        return;
+    }
+    let functions = (0..model.scopes.len() as ScopeId)
+        .filter(|&s| model.scope(s).is_function())
+        .map(Some)
+        .chain(std::iter::once(None));
+    for f in functions {
+        let calls = model.calls_of_function(f);
+        let eval_named = f.is_some_and(|f| {
+            let s = model.scope(f);
+            names::is_eval_function_name(s.name) && !names::is_no_grad_hook(s.name)
+        });
+        // `model.eval()` ... `model.train()` regions: (start, end, model text).
+        let mut regions: Vec<(usize, usize, &str)> = Vec::new();
+        for &i in &calls {
+            let c = &model.calls[i as usize];
+            let Some((recv, m)) = model.method_call(c) else {
+                continue;
+            };
+            if m == "eval" && c.arguments.is_some_and(|a| a.named_child_count() == 0) {
+                let v = model.value(recv, c.site);
+                if v == Value::Module {
+                    regions.push((c.node.end_byte(), usize::MAX, model.text(recv)));
+                }
+            } else if m == "train" {
+                let t = model.text(recv);
+                for r in regions.iter_mut().filter(|r| r.2 == t && r.1 == usize::MAX) {
+                    if c.node.start_byte() > r.0 {
+                        r.1 = c.node.start_byte();
+                    }
+                }
+            }
+        }
+        let eval_loops: Vec<_> = (0..model.loops.len() as u32)
+            .filter(|&l| {
+                let lp = model.loop_(l);
+                model.function_of(lp.scope) == f
+                    && lp.iter.is_some_and(|it| iterates_eval_loader(model, it))
+            })
+            .collect();
+        if !eval_named && regions.is_empty() && eval_loops.is_empty() {
+            continue;
+        }
+        if model.function_wants_grad(f) {
+            continue;
+        }
+        let first = calls.iter().copied().find(|&i| {
+            let c = &model.calls[i as usize];
+            // A lambda or nested function inside is its own scope.
+            if model.function_of(c.site.scope) != f {
+                return false;
+            }
+            let in_context = eval_named
+                || eval_loops
+                    .iter()
+                    .any(|&l| model.loop_within(c.site.loop_, l))
+                || regions.iter().any(|&(s, e, m)| {
+                    let at = c.node.start_byte();
+                    at >= s && at < e && callee_root(model, c.function) == m
+                });
+            in_context && model.is_model_forward(i) && model.grad_enabled(c.site)
+        });
+        let Some(first) = first else { continue };
+        let c = &model.calls[first as usize];
+        let context = match f {
+            Some(f) if eval_named => format!("`{}`", model.scope(f).name),
+            _ if eval_loops
+                .iter()
+                .any(|&l| model.loop_within(c.site.loop_, l)) =>
+            {
+                "this evaluation loop".to_owned()
+            }
+            _ => "code after `.eval()`".to_owned(),
+        };
+        out.push(Diagnostic {
+            range: model.range(c.node),
+            message: format!(
+                "{context} runs the model with autograd enabled: each forward records a graph and keeps activations that are never used"
+            ),
+            help: "wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate the function with `@torch.no_grad()`".to_owned(),
+        });
+    }
+}
+
+/// The receiver a forward is called on: `model` in `model(x)` and `model.forward(x)`.
+fn callee_root<'a>(model: &SemanticModel<'a>, f: tree_sitter::Node<'a>) -> &'a str {
+    let f = unwrap_parens(f);
+    if f.kind() == "attribute"
+        && f.child_by_field_name("attribute")
+            .is_some_and(|a| matches!(model.text(a), "forward" | "__call__"))
+    {
+        if let Some(o) = f.child_by_field_name("object") {
+            return model.text(o);
+        }
+    }
+    model.text(f)
+}
+
+/// `for x, y in val_loader`, `enumerate(tqdm(test_loader))`, `self.val_dataloader()`.
+fn iterates_eval_loader(model: &SemanticModel<'_>, iter: tree_sitter::Node<'_>) -> bool {
+    let mut stack = vec![iter];
+    while let Some(n) = stack.pop() {
+        match n.kind() {
+            "identifier" => {
+                if names::is_eval_loader_name(model.text(n)) {
+                    return true;
+                }
+            }
+            "attribute" => {
+                if let Some(a) = n.child_by_field_name("attribute") {
+                    if names::is_eval_loader_name(model.text(a)) {
+                        return true;
+                    }
+                }
+                if let Some(o) = n.child_by_field_name("object") {
+                    stack.push(o);
+                }
+            }
+            "call" | "argument_list" | "parenthesized_expression" => {
+                let mut c = n.walk();
+                stack.extend(n.named_children(&mut c));
+            }
+            _ => {}
+        }
+    }
+    false
+}

@@ -1,0 +1,153 @@
+use crate::prelude::*;
+use crate::semantic::optim::GradReset;
+use crate::semantic::Unit;
+
+declare_rule! {
+    /// ## What it does
+    /// Flags a training loop (or a per-step hook such as a Lightning `training_step` with
+    /// manual optimization) that runs `backward()` and steps an optimizer every
+    /// iteration but never resets the gradients: no `optimizer.zero_grad()`,
+    /// `model.zero_grad()` or `p.grad = None` anywhere in the loop body or in the
+    /// same-file functions it calls.
+    ///
+    /// ## Why is this bad?
+    /// `backward()` adds to `.grad`; it never overwrites it. Without a reset every step
+    /// applies the sum of all gradients so far, so updates grow without bound, losses
+    /// diverge and, with AMP, the scaler keeps skipping steps on overflow. A
+    /// `zero_grad()` placed only before the loop is the classic form of this bug. Keeping
+    /// gradients as `None` between steps (`zero_grad(set_to_none=True)`, the default
+    /// since PyTorch 2.0) also frees their memory during the forward pass, which lowers
+    /// the peak.
+    ///
+    /// Not flagged: gradient accumulation (`zero_grad()` inside the
+    /// `if step % accum == 0:` block), a reset in a helper called every iteration, loops
+    /// without an optimizer step (saliency maps, gradient probes), and an outer loop
+    /// whose reset covers an inner accumulation loop.
+    ///
+    /// ## Example
+    /// ```python
+    /// optimizer.zero_grad()
+    /// for x, y in loader:
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()      # gradients pile up across steps
+    ///     optimizer.step()
+    /// ```
+    ///
+    /// ## How to fix
+    /// Reset once per optimizer step:
+    /// ```python
+    /// for x, y in loader:
+    ///     optimizer.zero_grad(set_to_none=True)
+    ///     loss = criterion(model(x), y)
+    ///     loss.backward()
+    ///     optimizer.step()
+    /// ```
+    pub static MISSING_ZERO_GRAD = Rule {
+        code: "OOM101",
+        name: "missing-zero-grad",
+        severity: Severity::Error,
+        check,
+    };
+}
+
+fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
+    // Inner loops come after their outer loops in `units()`: visit them first so a bug is
+    // reported once, at the innermost loop that has it.
+    let mut units: Vec<Unit> = model.units().collect();
+    units.reverse();
+    let mut reported: Vec<u32> = Vec::new();
+    for unit in units {
+        let calls = model.calls_in_unit(unit);
+        let backwards: Vec<u32> = calls
+            .iter()
+            .copied()
+            .filter(|&c| model.backward_at(c).is_some())
+            .collect();
+        if backwards.is_empty() {
+            continue;
+        }
+        let steps: Vec<&str> = calls
+            .iter()
+            .filter_map(|&c| model.optimizer_step(c))
+            .map(|o| model.text(o))
+            .collect();
+        if steps.is_empty() {
+            continue;
+        }
+        let mut reset_all = model
+            .assignments_in_unit(unit)
+            .any(|a| model.grad_reset_assignment(a).is_some());
+        let mut reset: Vec<&str> = Vec::new();
+        for &c in &calls {
+            match model.grad_reset_call(c) {
+                Some(GradReset::All) => reset_all = true,
+                Some(GradReset::Optimizer(o)) => reset.push(model.text(o)),
+                None => {}
+            }
+        }
+        if reset_all {
+            continue;
+        }
+        let mut stepped: Vec<&str> = steps.clone();
+        stepped.sort_unstable();
+        stepped.dedup();
+        let missing: Vec<&str> = if reset.is_empty() {
+            stepped
+        } else if stepped.len() > 1 {
+            // Two optimizers (a GAN): name the one that is never reset.
+            stepped
+                .into_iter()
+                .filter(|s| !reset.contains(s))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if missing.is_empty() {
+            continue;
+        }
+        // Once per loop: an outer loop whose backward passes were already reported for
+        // an inner loop adds nothing.
+        if backwards.iter().all(|b| reported.contains(b)) {
+            continue;
+        }
+        reported.extend(&backwards);
+        let first = backwards
+            .iter()
+            .copied()
+            .min_by_key(|&b| {
+                // Prefer the backward written in the loop itself over one in a helper.
+                let c = &model.calls[b as usize];
+                let direct = match unit {
+                    Unit::Loop(l) => model.loop_within(c.site.loop_, l),
+                    Unit::Hook(h) => model.function_of(c.site.scope) == Some(h),
+                };
+                (!direct, c.node.start_byte())
+            })
+            .expect("non-empty");
+        let names = missing
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(" and ");
+        let what = match unit {
+            Unit::Loop(_) => "this loop",
+            Unit::Hook(h) => {
+                if model.scope(h).name == "training_step" {
+                    "every training_step"
+                } else {
+                    "every step"
+                }
+            }
+        };
+        out.push(Diagnostic {
+            range: model.range(model.calls[first as usize].node),
+            message: format!(
+                "gradients are never reset in {what}: {names} steps on gradients summed over every backward() so far"
+            ),
+            help: format!(
+                "call `{}.zero_grad(set_to_none=True)` once per optimizer step",
+                missing[0]
+            ),
+        });
+    }
+}
