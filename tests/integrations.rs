@@ -539,3 +539,46 @@ fn notebook_noqa_and_bad_json() {
             "broken.ipynb: not a valid notebook: invalid JSON at line 1",
         ));
 }
+
+// ---------------------------------------------------------------- README snippets
+
+/// The fenced block that follows the `<!-- ci: NAME` marker in the README.
+fn readme_block(name: &str) -> String {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let at = readme
+        .find(&format!("<!-- ci: {name} "))
+        .unwrap_or_else(|| panic!("README marker `ci: {name}`"));
+    let rest = &readme[at..];
+    let start = rest.find("```").unwrap();
+    let start = start + rest[start..].find('\n').unwrap() + 1;
+    let end = start + rest[start..].find("```").unwrap();
+    rest[start..end].to_owned()
+}
+
+#[test]
+fn readme_pyproject_config_is_valid_and_applies() {
+    let t = tempfile::tempdir().unwrap();
+    write(
+        t.path(),
+        "pyproject.toml",
+        &readme_block("pyproject-config"),
+    );
+    write(t.path(), "src/train.py", TRAIN);
+    write(t.path(), "tests/test_train.py", TRAIN);
+    write(t.path(), "legacy/old.py", TRAIN);
+    // OOM202 is ignored, OOM201 is ignored under tests/, legacy/ is excluded.
+    assert_eq!(
+        concise(t.path(), &[]),
+        ["src/train.py:5:5:OOM201", "src/train.py:6:5:OOM201"]
+    );
+}
+
+#[test]
+fn readme_workflow_is_the_checked_example() {
+    let file = fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/github-workflow-example.yml"
+    ))
+    .unwrap();
+    assert_eq!(readme_block("workflow"), file);
+}
