@@ -62,9 +62,13 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
         .chain(std::iter::once(None));
     for f in functions {
         let calls = model.calls_of_function(f);
+        // An eval-named method of a module class (`predict`, `predict_contacts`) is part
+        // of the model, usually called from `forward`: not an evaluation entry point.
         let eval_named = f.is_some_and(|f| {
             let s = model.scope(f);
-            names::is_eval_function_name(s.name) && !names::is_no_grad_hook(s.name)
+            names::is_eval_function_name(s.name)
+                && !names::is_no_grad_hook(s.name)
+                && !s.class.is_some_and(|c| model.is_module_class(c))
         });
         // `model.eval()` ... `model.train()` regions: (start, end, model text).
         let mut regions: Vec<(usize, usize, &str)> = Vec::new();
@@ -157,11 +161,7 @@ fn iterates_eval_loader(model: &SemanticModel<'_>, iter: tree_sitter::Node<'_>) 
     let mut stack = vec![iter];
     while let Some(n) = stack.pop() {
         match n.kind() {
-            "identifier" => {
-                if names::is_eval_loader_name(model.text(n)) {
-                    return true;
-                }
-            }
+            "identifier" if names::is_eval_loader_name(model.text(n)) => return true,
             "attribute" => {
                 if let Some(a) = n.child_by_field_name("attribute") {
                     if names::is_eval_loader_name(model.text(a)) {

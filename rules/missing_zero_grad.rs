@@ -66,10 +66,19 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
         if backwards.is_empty() {
             continue;
         }
+        // An optimizer created afresh each iteration (over tensors also created in the
+        // iteration) has nothing to accumulate: leave it alone.
         let steps: Vec<&str> = calls
             .iter()
-            .filter_map(|&c| model.optimizer_step(c))
-            .map(|o| model.text(o))
+            .filter_map(|&c| {
+                let opt = model.optimizer_step(c)?;
+                let site = model.calls[c as usize].site;
+                let fresh = match (unit, model.binding_of(opt, site)) {
+                    (Unit::Loop(l), Some(b)) => model.loop_within(b.site.loop_, l),
+                    _ => false,
+                };
+                (!fresh).then(|| model.text(opt))
+            })
             .collect();
         if steps.is_empty() {
             continue;

@@ -184,6 +184,11 @@ fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> F
             });
         }
     }
+    if model.depth_limited() {
+        report.warnings.push(FileWarning::TooDeep {
+            path: path.to_owned(),
+        });
+    }
     if !report.findings.is_empty() {
         // Suppression comments are tree-sitter comment nodes: never text inside a string.
         let noqa = Suppressions::from_comments(

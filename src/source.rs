@@ -13,16 +13,22 @@ pub struct SourceText {
 impl SourceText {
     pub fn decode(bytes: &[u8]) -> Self {
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        match String::from_utf8_lossy(bytes) {
-            Cow::Borrowed(s) => SourceText {
-                text: s.to_owned(),
-                invalid_utf8: false,
-            },
-            Cow::Owned(s) => SourceText {
-                text: s,
-                invalid_utf8: true,
-            },
+        let (mut text, invalid_utf8) = match String::from_utf8_lossy(bytes) {
+            Cow::Borrowed(s) => (s.to_owned(), false),
+            Cow::Owned(s) => (s, true),
+        };
+        // Python ends a line at a lone `\r` too, tree-sitter-python does not: make it
+        // `\n`, byte for byte, so offsets (and so every position) stay the same.
+        if memchr::memchr(b'\r', text.as_bytes()).is_some() {
+            let mut b = std::mem::take(&mut text).into_bytes();
+            for i in 0..b.len() {
+                if b[i] == b'\r' && b.get(i + 1) != Some(&b'\n') {
+                    b[i] = b'\n';
+                }
+            }
+            text = String::from_utf8(b).expect("ASCII-for-ASCII replacement keeps UTF-8");
         }
+        SourceText { text, invalid_utf8 }
     }
 }
 

@@ -146,7 +146,8 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
         });
     }
     let mut files = files.into_inner().expect("lock");
-    files.sort();
+    // `pkg/` and `.` both reach `./pkg/m.py`: the shown path is the identity.
+    files.sort_by(|a, b| a.display.cmp(&b.display));
     files.dedup_by(|a, b| a.display == b.display);
     let mut errors = errors.into_inner().expect("lock");
     errors.sort_by_key(|e| e.to_string());

@@ -70,7 +70,8 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         classes: FxHashMap::default(),
         callees: Vec::new(),
         callers: Vec::new(),
-        iterated: Vec::new(),
+        iterated: OnceCell::new(),
+        step_loops: RefCell::new(Vec::new()),
         loop_callees: Vec::new(),
         hook_callees: Vec::new(),
         calls_by_function: Vec::new(),
@@ -813,7 +814,6 @@ impl<'a> Builder<'a> {
         }
         let mut seen = vec![0u32; n_scopes];
         let mut stamp = 0;
-        let mut iterated = vec![false; n_scopes];
         let mut loop_callees = Vec::with_capacity(m.loops.len());
         for seeds in &loop_seeds {
             if seeds.is_empty() {
@@ -822,9 +822,6 @@ impl<'a> Builder<'a> {
             }
             stamp += 1;
             let reached = reach(m, seeds, &mut seen, stamp);
-            for &f in &reached {
-                iterated[f as usize] = true;
-            }
             loop_callees.push(reached);
         }
         let mut hook_callees = Vec::new();
@@ -838,14 +835,11 @@ impl<'a> Builder<'a> {
                 .collect();
             stamp += 1;
             let reached = reach(m, &seeds, &mut seen, stamp);
-            for &f in &reached {
-                iterated[f as usize] = true;
-            }
             hook_callees.push((h, reached));
         }
         m.loop_callees = loop_callees;
         m.hook_callees = hook_callees;
-        m.iterated = iterated;
+        *m.step_loops.get_mut() = vec![None; m.loops.len()];
         m.calls_by_function = calls_by_function;
         *m.binding_values.get_mut() = vec![Memo::Todo; m.bindings.len()];
         *m.return_values.get_mut() = vec![Memo::Todo; n_scopes];

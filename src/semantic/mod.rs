@@ -244,8 +244,10 @@ pub struct SemanticModel<'a> {
     callees: Vec<Option<ScopeId>>,
     /// Calls that resolve to each function scope.
     callers: Vec<Vec<u32>>,
-    /// Whether each scope runs once per iteration through calls from loops or hooks.
-    iterated: Vec<bool>,
+    /// Whether each scope runs once per step through calls from step loops or hooks,
+    /// and whether through step loops.
+    iterated: OnceCell<(Vec<bool>, Vec<bool>)>,
+    step_loops: RefCell<Vec<Option<bool>>>,
     /// Functions reachable (same file) from each loop's body.
     loop_callees: Vec<Vec<ScopeId>>,
     /// Per-step hooks, with the functions reachable from each.
@@ -458,17 +460,130 @@ impl<'a> SemanticModel<'a> {
 
     /// Why code at `site` runs once per step, if it does.
     pub fn iteration(&self, site: Site) -> Option<Iteration> {
-        if let Some(l) = site.loop_ {
+        if let Some(l) = self.step_loop(site) {
             return Some(Iteration::Loop(l));
         }
         let f = self.function_of(site.scope)?;
-        if self.iterated[f as usize] {
+        if self.iterated()[f as usize] {
             return Some(Iteration::Called);
         }
         if self.is_per_step_hook(f) {
             return Some(Iteration::Hook);
         }
         None
+    }
+
+    /// The innermost loop around `site` whose iterations are separate steps (see
+    /// [`Self::is_step_loop`]): the iteration a kept graph outlives.
+    pub fn step_loop(&self, site: Site) -> Option<LoopId> {
+        let mut l = site.loop_;
+        while let Some(id) = l {
+            if self.is_step_loop(id) {
+                return Some(id);
+            }
+            l = self.loop_(id).parent;
+        }
+        None
+    }
+
+    /// Whether each iteration of a loop is a separate training or evaluation step, as
+    /// opposed to part of one computation (a loop over layers inside `forward`, tiles
+    /// of one decode), where keeping every iteration's graph is what backward needs.
+    /// A step loop backpropagates or steps an optimizer, or iterates over data
+    /// (`loader`, `batches`, `range(epochs)`, `while step < max_steps`) outside
+    /// model code.
+    pub fn is_step_loop(&self, l: LoopId) -> bool {
+        if let Some(v) = self.step_loops.borrow()[l as usize] {
+            return v;
+        }
+        // Provisional answer while deciding (a helper called from the loop may ask).
+        self.step_loops.borrow_mut()[l as usize] = Some(false);
+        let v = self.decide_step_loop(l);
+        self.step_loops.borrow_mut()[l as usize] = Some(v);
+        v
+    }
+
+    fn decide_step_loop(&self, l: LoopId) -> bool {
+        let calls = self.calls_in_unit(Unit::Loop(l));
+        if calls
+            .iter()
+            .any(|&c| self.backward_at(c).is_some() || self.optimizer_step(c).is_some())
+        {
+            return true;
+        }
+        let lp = self.loop_(l);
+        if let Some(f) = self.function_of(lp.scope) {
+            let s = self.scope(f);
+            let model_code = s.name == "forward"
+                || self.class_of(f).is_some_and(|c| self.is_module_class(c))
+                    && !self.is_per_step_hook(f);
+            if model_code {
+                return false;
+            }
+        }
+        let header = match lp.kind {
+            LoopKind::For => lp.iter,
+            LoopKind::While => lp.node.child_by_field_name("condition"),
+        };
+        if header.is_some_and(|h| self.mentions_data(h)) {
+            return true;
+        }
+        // `while True:` that fetches a batch each time: `X, Y = get_batch("train")`,
+        // `batch = next(train_iter)`.
+        lp.kind == LoopKind::While
+            && self.calls_in_loop(l).any(|(_, c)| {
+                self.mentions_data(c.function)
+                    || self.text(c.function) == "next"
+                        && c.arguments.is_some_and(|a| self.mentions_data(a))
+            })
+    }
+
+    /// Whether an expression names data or steps (`train_loader`, `range(args.epochs)`).
+    fn mentions_data(&self, expr: Node<'_>) -> bool {
+        let mut cursor = expr.walk();
+        let mut stack = vec![expr];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "identifier" && names::is_data_name(self.text(n)) {
+                return true;
+            }
+            if matches!(n.kind(), "lambda" | "string") {
+                continue;
+            }
+            stack.extend(n.named_children(&mut cursor));
+        }
+        false
+    }
+
+    /// Functions that run once per step: reachable from a step loop or a per-step hook.
+    fn iterated(&self) -> &[bool] {
+        &self.iteration_reach().0
+    }
+
+    /// Functions reachable from a step loop of this file (their parameters may be the
+    /// loop's long-lived containers).
+    fn called_from_step_loop(&self) -> &[bool] {
+        &self.iteration_reach().1
+    }
+
+    fn iteration_reach(&self) -> &(Vec<bool>, Vec<bool>) {
+        self.iterated.get_or_init(|| {
+            let mut any = vec![false; self.scopes.len()];
+            let mut from_loop = vec![false; self.scopes.len()];
+            for l in 0..self.loops.len() as LoopId {
+                if !self.loop_callees(l).is_empty() && self.is_step_loop(l) {
+                    for &f in self.loop_callees(l) {
+                        any[f as usize] = true;
+                        from_loop[f as usize] = true;
+                    }
+                }
+            }
+            for (_, callees) in &self.hook_callees {
+                for &f in callees {
+                    any[f as usize] = true;
+                }
+            }
+            (any, from_loop)
+        })
     }
 
     /// A method that frameworks call once per step.
@@ -570,13 +685,14 @@ impl<'a> SemanticModel<'a> {
             return false;
         };
         let f = self.function_of(site.scope);
+        let step = self.step_loop(site);
         let candidates = self.names.get(&key).map(Vec::as_slice).unwrap_or(&[]);
         let local_fresh = candidates.iter().any(|&b| {
             let b = &self.bindings[b as usize];
             b.pos <= expr.start_byte()
                 && matches!(b.kind, BindingKind::Assign)
                 && self.function_of(b.site.scope) == f
-                && match site.loop_ {
+                && match step {
                     Some(l) => self.loop_within(b.site.loop_, l),
                     None => true,
                 }
@@ -586,7 +702,18 @@ impl<'a> SemanticModel<'a> {
         }
         match key {
             NameKey::Attr(..) => true,
-            NameKey::Local(..) => self.resolve(expr, site, expr.start_byte()).is_some(),
+            NameKey::Local(..) => {
+                let Some(b) = self.resolve(expr, site, expr.start_byte()) else {
+                    return false;
+                };
+                // A framework calls a hook (`forward`, `training_step`) with fresh
+                // arguments each step; a helper called from our own loop may be handed
+                // the loop's long-lived containers.
+                let hook_param = self.bindings[b as usize].kind == BindingKind::Parameter
+                    && step.is_none()
+                    && f.is_some_and(|f| !self.called_from_step_loop()[f as usize]);
+                !hook_param
+            }
         }
     }
 

@@ -53,6 +53,27 @@ fn ascii_lower_contains(name: &str, needle: &str) -> bool {
 
 /// A name that usually holds an `nn.Module` (`model`, `self.net`, `text_encoder`).
 pub fn is_model_name(name: &str) -> bool {
+    // A CamelCase name is a class: calling it constructs, it doesn't run a forward.
+    let camel = name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().any(|c| c.is_ascii_lowercase());
+    if camel && !matches!(name, "netG" | "netD") {
+        return false;
+    }
+    // `get_model`, `_wrap_model`, `is_peft_model`: functions about models.
+    const VERBS: &[&str] = &[
+        "get", "load", "build", "init", "create", "make", "prepare", "save", "wrap", "unwrap",
+        "setup", "compile", "to", "set", "is", "has", "freeze", "unfreeze", "register", "apply",
+        "update", "copy", "clone", "export", "print", "log", "train", "eval", "run", "fit",
+        "validate", "test", "move", "convert", "quantize", "patch", "replace", "reset", "enable",
+        "disable", "check", "ensure", "maybe", "resolve", "use", "with", "num", "push", "from",
+        "attach", "merge", "dispatch", "offload", "find", "select",
+    ];
+    let trimmed = name.trim_start_matches('_');
+    if let Some((first, _)) = trimmed.split_once('_') {
+        if VERBS.iter().any(|v| first.eq_ignore_ascii_case(v)) {
+            return false;
+        }
+    }
     const EXACT: &[&str] = &[
         "model",
         "net",
@@ -401,6 +422,7 @@ pub fn is_per_step_hook(method: &str) -> bool {
 pub fn is_module_base(name: &str) -> bool {
     // pydantic's BaseModel is the one common `*Model` base that is not a module.
     name != "BaseModel" && name.ends_with("Module")
+        || name.ends_with("ModelMixin")
         || name.ends_with("LightningModule")
         || name.ends_with("PreTrainedModel")
         || name.ends_with("Model") && name != "BaseModel"
@@ -411,62 +433,6 @@ pub fn is_module_base(name: &str) -> bool {
 pub fn is_backward_engine(name: &str) -> bool {
     let l = name.to_ascii_lowercase();
     l.contains("accelerator") || l.contains("fabric") || l.contains("engine") || l == "deepspeed"
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn model_names() {
-        for n in [
-            "model",
-            "self_model",
-            "text_model",
-            "resnet",
-            "net",
-            "ema_model",
-            "G",
-        ] {
-            assert!(is_model_name(n), "{n}");
-        }
-        for n in ["model_name", "model_path", "subnet", "dataset", "x", "loss"] {
-            assert!(!is_model_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn loss_names() {
-        for n in [
-            "criterion",
-            "loss_fn",
-            "compute_loss",
-            "contrastive_loss",
-            "self_criterion",
-        ] {
-            assert!(is_loss_fn_name(n), "{n}");
-        }
-        for n in ["log_loss_every", "logits", "model"] {
-            assert!(!is_loss_fn_name(n), "{n}");
-        }
-    }
-
-    #[test]
-    fn optimizer_names() {
-        for n in [
-            "optimizer",
-            "opt",
-            "optim",
-            "d_optimizer",
-            "opt_g",
-            "optimizer_g",
-        ] {
-            assert!(is_optimizer_name(n), "{n}");
-        }
-        for n in ["option", "output", "options_", "loop"] {
-            assert!(!is_optimizer_name(n), "{n}");
-        }
-    }
 }
 
 /// Function names that say evaluation: `evaluate`, `eval_epoch`, `validate`, `val_step`,
@@ -506,4 +472,125 @@ pub fn is_eval_loader_name(name: &str) -> bool {
 pub fn is_test_file_name(file_name: &str) -> bool {
     let stem = file_name.strip_suffix(".py").unwrap_or(file_name);
     stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest"
+}
+
+/// A name about data or steps: `train_loader`, `batches`, `num_epochs`, `max_iters`,
+/// `dataset`, `val_dl`.
+pub fn is_data_name(name: &str) -> bool {
+    const TOKENS: &[&str] = &[
+        "loader",
+        "dataloader",
+        "dl",
+        "dataset",
+        "ds",
+        "data",
+        "batch",
+        "batches",
+        "minibatch",
+        "minibatches",
+        "epoch",
+        "epochs",
+        "step",
+        "steps",
+        "iter",
+        "iters",
+        "iteration",
+        "iterations",
+        "train",
+        "val",
+        "valid",
+        "validation",
+        "test",
+        "eval",
+        "samples",
+        "examples",
+        "episode",
+        "episodes",
+        "rollout",
+        "rollouts",
+        "updates",
+    ];
+    let lower = name.to_ascii_lowercase();
+    // `batch_size`, `num_steps_per_epoch`... are sizes; `range(batch_size)` walks the
+    // items of one batch, not steps.
+    if lower.split('_').any(|t| {
+        matches!(
+            t,
+            "size" | "len" | "dim" | "idx" | "index" | "shape" | "per"
+        )
+    }) {
+        return false;
+    }
+    lower.contains("loader")
+        || lower
+            .split('_')
+            .any(|t| !t.is_empty() && TOKENS.contains(&t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names() {
+        for n in [
+            "model",
+            "self_model",
+            "text_model",
+            "resnet",
+            "net",
+            "ema_model",
+            "G",
+        ] {
+            assert!(is_model_name(n), "{n}");
+        }
+        for n in [
+            "model_name",
+            "model_path",
+            "subnet",
+            "dataset",
+            "x",
+            "loss",
+            "get_model",
+            "_wrap_model",
+            "is_peft_model",
+            "ResNetModel",
+            "_is_quantized_and_base_model",
+        ] {
+            assert!(!is_model_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn loss_names() {
+        for n in [
+            "criterion",
+            "loss_fn",
+            "compute_loss",
+            "contrastive_loss",
+            "self_criterion",
+        ] {
+            assert!(is_loss_fn_name(n), "{n}");
+        }
+        for n in ["log_loss_every", "logits", "model"] {
+            assert!(!is_loss_fn_name(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn optimizer_names() {
+        for n in [
+            "optimizer",
+            "opt",
+            "optim",
+            "d_optimizer",
+            "opt_g",
+            "optimizer_g",
+        ] {
+            assert!(is_optimizer_name(n), "{n}");
+        }
+        for n in ["option", "output", "options_", "loop"] {
+            assert!(!is_optimizer_name(n), "{n}");
+        }
+    }
 }

@@ -9,7 +9,7 @@ use super::names;
 use super::*;
 
 /// How deep provenance follows expressions and bindings before giving up (unknown).
-const MAX_DEPTH: u32 = 48;
+const MAX_DEPTH: u32 = 200;
 
 impl<'a> SemanticModel<'a> {
     /// The binding `expr` (a name or `self.attr`) refers to when read at byte `at`.
@@ -155,11 +155,10 @@ impl<'a> SemanticModel<'a> {
             return Value::Unknown;
         }
         let d = depth + 1;
+        // Parentheses change nothing; unwrap them without spending depth.
+        let node = unwrap_parens(node);
         match node.kind() {
-            "parenthesized_expression" => match node.named_child(0) {
-                Some(inner) => self.eval(inner, site, d),
-                None => Value::Unknown,
-            },
+            "parenthesized_expression" => Value::Unknown,
             "identifier" => self.eval_name(node, site, d),
             "attribute" => self.eval_attribute(node, site, d),
             "call" => self.eval_call(node, site, d),

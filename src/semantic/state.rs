@@ -732,7 +732,7 @@ impl<'a> SemanticModel<'a> {
     /// iteration and the loop does not also move it elsewhere (deliberate offloading).
     pub fn moved_every_iteration(&self, conv: &Conversion<'a>) -> Option<LoopId> {
         let c = &self.calls[conv.call as usize];
-        let l = c.site.loop_?;
+        let l = self.step_loop(c.site)?;
         let recv = unwrap_parens(conv.receiver);
         if !self.lives_across_iterations(recv, c.site) {
             return None;
