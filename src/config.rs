@@ -305,13 +305,28 @@ impl Settings {
         })
     }
 
-    /// Whether a file or folder is excluded by `exclude`/`extend-exclude`/`--exclude`.
+    /// Whether the walk skips this file or folder: its name matches an exclude glob
+    /// without `/`, or its path below the root one with `/`. Folders above it are not
+    /// looked at: the walk never enters an excluded folder, and one named on the command
+    /// line is walked.
     pub fn is_excluded(&self, path: &Path) -> bool {
         matches_any(
             &self.exclude_names,
             &self.exclude_paths,
             &self.config.root,
             path,
+            false,
+        )
+    }
+
+    /// `--force-exclude`: also when a folder above it (below the root) is excluded.
+    pub fn is_excluded_anywhere(&self, path: &Path) -> bool {
+        matches_any(
+            &self.exclude_names,
+            &self.exclude_paths,
+            &self.config.root,
+            path,
+            true,
         )
     }
 
@@ -320,7 +335,7 @@ impl Settings {
         let off: Vec<&'static Rule> = self
             .per_file
             .iter()
-            .filter(|(n, p, _)| matches_any(n, p, &self.config.root, path))
+            .filter(|(n, p, _)| matches_any(n, p, &self.config.root, path, true))
             .flat_map(|(_, _, off)| off.iter().copied())
             .collect();
         if off.is_empty() {
@@ -393,25 +408,43 @@ fn glob_sets(globs: &[String]) -> Result<(GlobSet, GlobSet), crate::error::Usage
     Ok((build(names)?, build(paths)?))
 }
 
-/// A glob without `/` matches the name of the file or of any folder above it (below
-/// the root); one with `/` matches the path relative to the root, or a folder above it.
-fn matches_any(names: &GlobSet, paths: &GlobSet, root: &Path, path: &Path) -> bool {
+/// A glob without `/` matches the name of the file (or, with `ancestors`, of a folder
+/// above it below the root); one with `/` matches the path relative to the root (or,
+/// with `ancestors`, that of a folder above it).
+fn matches_any(
+    names: &GlobSet,
+    paths: &GlobSet,
+    root: &Path,
+    path: &Path,
+    ancestors: bool,
+) -> bool {
     if names.is_empty() && paths.is_empty() {
         return false;
     }
     let abs = absolute(path);
-    let rel = abs.strip_prefix(root).unwrap_or(path);
-    if !names.is_empty()
-        && rel
-            .components()
-            .any(|c| matches!(c, Component::Normal(n) if names.is_match(n)))
-    {
-        return true;
+    // A path outside the root is matched by its name only.
+    let rel = abs.strip_prefix(root).ok();
+    if !names.is_empty() {
+        let hit = match (ancestors, rel) {
+            (true, Some(rel)) => rel
+                .components()
+                .any(|c| matches!(c, Component::Normal(n) if names.is_match(n))),
+            _ => abs.file_name().is_some_and(|n| names.is_match(n)),
+        };
+        if hit {
+            return true;
+        }
     }
-    !paths.is_empty()
-        && rel
-            .ancestors()
+    let Some(rel) = rel else { return false };
+    if paths.is_empty() || rel.as_os_str().is_empty() {
+        return false;
+    }
+    if ancestors {
+        rel.ancestors()
             .any(|a| !a.as_os_str().is_empty() && paths.is_match(a))
+    } else {
+        paths.is_match(rel)
+    }
 }
 
 /// `path` made absolute against the working directory, with `.` and `..` folded.
@@ -636,10 +669,17 @@ mod tests {
             ..Default::default()
         };
         let s = Settings::new(c, &Overrides::default()).unwrap();
-        assert!(s.is_excluded(Path::new("/p/legacy/old/a.py")));
-        assert!(!s.is_excluded(Path::new("/p/src/legacy/old/a.py")));
+        assert!(s.is_excluded(Path::new("/p/legacy/old")));
+        assert!(!s.is_excluded(Path::new("/p/legacy/old/a.py")));
+        assert!(s.is_excluded_anywhere(Path::new("/p/legacy/old/a.py")));
+        assert!(!s.is_excluded_anywhere(Path::new("/p/src/legacy/old/a.py")));
         assert!(s.is_excluded(Path::new("/p/src/scratch_1.py")));
-        assert!(s.is_excluded(Path::new("/p/src/.venv/x.py")));
+        assert!(s.is_excluded(Path::new("/p/src/.venv")));
+        assert!(!s.is_excluded(Path::new("/p/src/.venv/x.py")));
+        assert!(s.is_excluded_anywhere(Path::new("/p/src/.venv/x.py")));
+        // Outside the root only the name counts.
+        assert!(!s.is_excluded_anywhere(Path::new("/q/build/x.py")));
+        assert!(s.is_excluded(Path::new("/q/build")));
         assert!(!s.is_excluded(Path::new("/p/src/train.py")));
         assert!(!s
             .rules_for(Path::new("/p/tests/unit/t.py"))

@@ -235,7 +235,7 @@ fn check(a: CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
         let display = walk::display(name);
-        let reports = if a.force_exclude && settings.is_excluded(name) {
+        let reports = if a.force_exclude && settings.is_excluded_anywhere(name) {
             Vec::new()
         } else {
             vec![lint_bytes(&display, &bytes, &settings.rules_for(name))]
@@ -265,7 +265,7 @@ fn check(a: CheckArgs) -> ExitCode {
         };
         let (mut files, walk_errors) = walk::collect(&paths, &opts);
         if a.force_exclude {
-            files.retain(|f| !resolver.for_file(&f.path).is_excluded(&f.path));
+            files.retain(|f| !resolver.for_file(&f.path).is_excluded_anywhere(&f.path));
         }
         // Configuration is read as folders are met: report any bad one before linting.
         for f in &files {

@@ -169,8 +169,11 @@ fn per_file_ignores_and_excludes() {
             "tests/test_train.py:7:5:OOM202"
         ]
     );
-    // A file named on the command line is linted unless --force-exclude (pre-commit).
+    // A file or folder named on the command line is linted unless --force-exclude.
     assert_eq!(concise(t.path(), &["legacy/old.py"]).len(), 3);
+    assert_eq!(concise(t.path(), &["legacy/"]).len(), 3);
+    write(t.path(), "build/gen.py", TRAIN);
+    assert_eq!(concise(t.path(), &["build"]).len(), 3);
     oomlint(t.path())
         .args(["--force-exclude", "legacy/old.py"])
         .assert()
