@@ -597,7 +597,9 @@ impl<'a> SemanticModel<'a> {
 
     /// A class that is an `nn.Module` by one of its bases (same-file bases followed).
     pub fn is_module_class(&self, class: ScopeId) -> bool {
-        self.class_is(class, 0, &|name| names::is_module_base(name))
+        // A class that defines `forward` is a module whatever its (other-file) bases.
+        self.functions.contains_key(&(class, "forward"))
+            || self.class_is(class, 0, &|name| names::is_module_base(name))
     }
 
     fn class_is(&self, class: ScopeId, depth: u32, pred: &dyn Fn(&str) -> bool) -> bool {

@@ -66,7 +66,9 @@ pub fn is_model_name(name: &str) -> bool {
         "update", "copy", "clone", "export", "print", "log", "train", "eval", "run", "fit",
         "validate", "test", "move", "convert", "quantize", "patch", "replace", "reset", "enable",
         "disable", "check", "ensure", "maybe", "resolve", "use", "with", "num", "push", "from",
-        "attach", "merge", "dispatch", "offload", "find", "select",
+        "attach", "merge", "dispatch", "offload", "find", "select", "generate", "compute",
+        "sample", "score", "evaluate", "predict", "infer", "call", "invoke", "add", "remove",
+        "store", "restore", "swap", "sync",
     ];
     let trimmed = name.trim_start_matches('_');
     if let Some((first, _)) = trimmed.split_once('_') {

@@ -679,9 +679,16 @@ impl<'a> SemanticModel<'a> {
         }
         // Only a local that this function created can be freed; a parameter stays alive
         // in the caller anyway.
+        // ...and only a tensor it created (`w = torch.load(...)`, `w = x @ y`): a name
+        // bound to an attribute or an element (`w = self.weight`) is an alias of memory
+        // that stays alive anyway.
         let b = self.binding_of(recv, c.site)?;
         if b.kind != BindingKind::Assign
+            || b.index.is_some()
             || self.function_of(b.site.scope) != self.function_of(c.site.scope)
+            || !b
+                .value
+                .is_some_and(|v| matches!(unwrap_parens(v).kind(), "call" | "binary_operator"))
         {
             return None;
         }
