@@ -708,7 +708,18 @@ impl<'a> SemanticModel<'a> {
                 continue;
             }
             if n.kind() == "identifier" && n.start_byte() >= after && self.text(n) == name {
-                if first.is_none_or(|f| n.start_byte() < f.start_byte()) {
+                // Reading `w.shape` or `w.dtype` needs no data; only real uses count.
+                let metadata = n.parent().is_some_and(|p| {
+                    p.kind() == "attribute"
+                        && p.child_by_field_name("attribute").is_some_and(|a| {
+                            matches!(
+                                self.text(a),
+                                "shape" | "dtype" | "device" | "ndim" | "size" | "dim"
+                                    | "requires_grad" | "is_cuda"
+                            )
+                        })
+                });
+                if !metadata && first.is_none_or(|f| n.start_byte() < f.start_byte()) {
                     first = Some(n);
                 }
                 continue;
