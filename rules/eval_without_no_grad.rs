@@ -49,6 +49,12 @@ declare_rule! {
         name: "eval-without-no-grad",
         severity: Severity::Error,
         check,
+        prefilter: |s| {
+            s.graph_source()
+                && (s.attr("eval")
+                    || s.any_def(names::is_eval_function_name)
+                    || s.any_word(names::is_eval_loader_name))
+        },
     };
 }
 

@@ -47,6 +47,7 @@ declare_rule! {
         name: "missing-zero-grad",
         severity: Severity::Error,
         check,
+        prefilter: |s| (s.word("backward") || s.word("manual_backward")) && s.attr("step"),
     };
 }
 

@@ -34,6 +34,7 @@ declare_rule! {
         name: "redundant-device-move",
         severity: Severity::Warning,
         check,
+        prefilter: |s| ["to", "cuda", "cpu"].iter().any(|m| s.attr(m)),
     };
 }
 

@@ -37,6 +37,7 @@ declare_rule! {
         name: "redundant-dtype-conversion",
         severity: Severity::Warning,
         check,
+        prefilter: |s| ["half", "bfloat16", "float", "double", "to"].iter().any(|m| s.attr(m)),
     };
 }
 

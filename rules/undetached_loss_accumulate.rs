@@ -40,6 +40,7 @@ declare_rule! {
         name: "undetached-loss-accumulate",
         severity: Severity::Error,
         check,
+        prefilter: |s| s.graph_source() && s.per_step_context(),
     };
 }
 

@@ -44,6 +44,7 @@ declare_rule! {
         name: "undetached-loss-append",
         severity: Severity::Error,
         check,
+        prefilter: |s| s.graph_source() && s.per_step_context(),
     };
 }
 

@@ -11,6 +11,7 @@ pub mod finding;
 pub mod lint;
 pub mod noqa;
 pub mod notebook;
+pub mod prefilter;
 pub mod render;
 pub mod rule;
 pub mod selection;

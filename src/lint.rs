@@ -1,7 +1,7 @@
 //! One file, start to finish: read, decode, parse, build the semantic model, run the
 //! enabled rules, and turn their diagnostics into findings.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use crate::error::{FileError, FileWarning};
 use crate::finding::Finding;
 use crate::noqa::Suppressions;
 use crate::notebook::{CellIndex, Notebook};
+use crate::prefilter::Scan;
 use crate::rule::{Diagnostic, Rule};
 use crate::semantic::SemanticModel;
 use crate::source::{LineIndex, SourceText};
@@ -28,6 +29,21 @@ pub struct FileReport {
     pub source: Option<Arc<str>>,
     /// For a notebook with findings: where each code cell starts in `source`.
     pub notebook: Option<Arc<CellIndex>>,
+    /// The prefilter showed that no enabled rule can fire here: the file was not parsed.
+    pub skipped_by_prefilter: bool,
+}
+
+/// How to lint. The default is what the CLI does.
+#[derive(Clone, Copy, Debug)]
+pub struct LintOptions {
+    /// Skip parsing files that no enabled rule can fire on ([`crate::prefilter`]).
+    pub prefilter: bool,
+}
+
+impl Default for LintOptions {
+    fn default() -> Self {
+        LintOptions { prefilter: true }
+    }
 }
 
 thread_local! {
@@ -43,8 +59,18 @@ fn new_parser() -> Parser {
 
 /// Reads and lints one file.
 pub fn lint_path(path: &Path, display: &str, rules: &[&'static Rule]) -> FileReport {
+    lint_path_with(path, display, rules, LintOptions::default())
+}
+
+/// Reads and lints one file with explicit options.
+pub fn lint_path_with(
+    path: &Path,
+    display: &str,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> FileReport {
     match std::fs::read(path) {
-        Ok(bytes) => lint_bytes(display, &bytes, rules),
+        Ok(bytes) => lint_bytes_with(display, &bytes, rules, opts),
         Err(e) => FileReport {
             path: display.to_owned(),
             errors: vec![FileError::Io {
@@ -74,6 +100,37 @@ pub fn io_reason(e: &std::io::Error) -> String {
 
 /// Lints the bytes of one file reported under `path`.
 pub fn lint_bytes(path: &str, bytes: &[u8], rules: &[&'static Rule]) -> FileReport {
+    lint_bytes_with(path, bytes, rules, LintOptions::default())
+}
+
+/// Lints the bytes of one file with explicit options. A panic anywhere in it (decoding,
+/// parsing, the semantic model, a rule) is caught and reported as an internal error
+/// naming the file: one bad file never costs the others.
+pub fn lint_bytes_with(
+    path: &str,
+    bytes: &[u8],
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> FileReport {
+    catch_quietly(|| lint_bytes_unguarded(path, bytes, rules, opts)).unwrap_or_else(|message| {
+        FileReport {
+            path: path.to_owned(),
+            errors: vec![FileError::Internal {
+                path: path.to_owned(),
+                rule: "the linter".to_owned(),
+                message,
+            }],
+            ..Default::default()
+        }
+    })
+}
+
+fn lint_bytes_unguarded(
+    path: &str,
+    bytes: &[u8],
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> FileReport {
     let mut report = FileReport {
         path: path.to_owned(),
         ..Default::default()
@@ -91,14 +148,19 @@ pub fn lint_bytes(path: &str, bytes: &[u8], rules: &[&'static Rule]) -> FileRepo
         });
     }
     if path.ends_with(".ipynb") {
-        return lint_notebook(report, &src.text, rules);
+        return lint_notebook(report, &src.text, rules, opts);
     }
-    lint_text(report, src.text, rules)
+    lint_text(report, src.text, rules, opts)
 }
 
 /// Lints the code cells of a notebook; positions in findings are positions in the
 /// `.ipynb` file, and the report keeps the cell index for the text formats.
-fn lint_notebook(mut report: FileReport, raw: &str, rules: &[&'static Rule]) -> FileReport {
+fn lint_notebook(
+    mut report: FileReport,
+    raw: &str,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> FileReport {
     let nb = match Notebook::parse(raw) {
         Ok(nb) => nb,
         Err(e) => {
@@ -109,7 +171,7 @@ fn lint_notebook(mut report: FileReport, raw: &str, rules: &[&'static Rule]) -> 
             return report;
         }
     };
-    let mut report = lint_text(report, nb.source.clone(), rules);
+    let mut report = lint_text(report, nb.source.clone(), rules, opts);
     if report.findings.is_empty() {
         return report;
     }
@@ -129,19 +191,51 @@ fn lint_notebook(mut report: FileReport, raw: &str, rules: &[&'static Rule]) -> 
 }
 
 /// Lints decoded Python source.
-fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> FileReport {
+fn lint_text(
+    mut report: FileReport,
+    text: String,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> FileReport {
+    if opts.prefilter {
+        let scan = Scan::new(&text);
+        if !rules.iter().any(|r| (r.prefilter)(&scan)) {
+            report.skipped_by_prefilter = true;
+            return report;
+        }
+    }
     let path = report.path.clone();
     let path = path.as_str();
-    let Some(tree) = PARSER.with(|p| p.borrow_mut().parse(&text, None)) else {
-        report.errors.push(FileError::Internal {
-            path: path.to_owned(),
-            rule: "the parser".to_owned(),
-            message: "tree-sitter returned no tree".to_owned(),
-        });
-        return report;
+    let parsed = catch_quietly(|| PARSER.with(|p| p.borrow_mut().parse(&text, None)));
+    let tree = match parsed {
+        Ok(Some(tree)) => tree,
+        Ok(None) | Err(_) => {
+            if parsed.is_err() {
+                // Whatever state the parser was left in, the next file gets a fresh one.
+                PARSER.with(|p| *p.borrow_mut() = new_parser());
+            }
+            report.errors.push(FileError::Internal {
+                path: path.to_owned(),
+                rule: "the parser".to_owned(),
+                message: parsed
+                    .err()
+                    .unwrap_or_else(|| "tree-sitter returned no tree".to_owned()),
+            });
+            return report;
+        }
     };
     let index = LineIndex::new(&text);
-    let mut model = SemanticModel::build(&tree, &text);
+    let mut model = match catch_quietly(|| SemanticModel::build(&tree, &text)) {
+        Ok(model) => model,
+        Err(message) => {
+            report.errors.push(FileError::Internal {
+                path: path.to_owned(),
+                rule: "the semantic model".to_owned(),
+                message,
+            });
+            return report;
+        }
+    };
     let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
     model.is_test_module = crate::semantic::names::is_test_file_name(file_name);
     if let Some(at) = model.first_syntax_error {
@@ -156,13 +250,13 @@ fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> F
     for rule in rules {
         let start = diags.len();
         // A bug in one rule must not cost the other rules or the other files.
-        let result = catch_unwind(AssertUnwindSafe(|| (rule.check)(&model, &mut diags)));
-        if let Err(panic) = result {
+        let result = catch_quietly(|| (rule.check)(&model, &mut diags));
+        if let Err(message) = result {
             diags.truncate(start);
             report.errors.push(FileError::Internal {
                 path: path.to_owned(),
                 rule: format!("rule {}", rule.code),
-                message: panic_message(&panic),
+                message,
             });
             continue;
         }
@@ -209,6 +303,41 @@ fn lint_text(mut report: FileReport, text: String, rules: &[&'static Rule]) -> F
         report.source = Some(Arc::from(text.as_str()));
     }
     report
+}
+
+thread_local! {
+    /// How many [`catch_quietly`] calls are running on this thread.
+    static QUIET: Cell<u32> = const { Cell::new(0) };
+    /// Where the last quietly caught panic happened.
+    static PANICKED_AT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` and returns its panic, if any, as a message that says where it happened.
+/// The default panic report (`thread '...' panicked at ...`) is not printed for it: the
+/// caller reports the panic as an internal error that names the file.
+pub fn catch_quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let quiet = QUIET.try_with(Cell::get).unwrap_or(0) > 0;
+            if !quiet {
+                return default(info);
+            }
+            let at = info.location().map(|l| l.to_string());
+            let _ = PANICKED_AT.try_with(|p| *p.borrow_mut() = at);
+        }));
+    });
+    QUIET.with(|q| q.set(q.get() + 1));
+    let result = catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(q.get() - 1));
+    result.map_err(|panic| {
+        let message = panic_message(&panic);
+        match PANICKED_AT.with(|p| p.borrow_mut().take()) {
+            Some(at) => format!("{message} (at {at})"),
+            None => message,
+        }
+    })
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use std::ops::Range;
 
+use crate::prefilter::Scan;
 use crate::semantic::SemanticModel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, PartialOrd, Ord)]
@@ -37,6 +38,10 @@ pub struct Rule {
     /// The rule's documentation: the doc comment of its `declare_rule!`, in Markdown.
     pub doc: &'static str,
     pub check: fn(&SemanticModel<'_>, &mut Vec<Diagnostic>),
+    /// What a file must contain for the rule to fire at all, checked on a cheap scan of
+    /// the raw text before parsing ([`crate::prefilter`]). It may over-approximate,
+    /// never drop a finding: a test runs every fixture with and without it.
+    pub prefilter: fn(&Scan<'_>) -> bool,
 }
 
 impl Rule {

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::path::Path;
 
+use oomlint::lint::{lint_bytes_with, LintOptions};
+
 /// The harness prints errors with `Debug`; this keeps the rendered findings readable.
 struct Mismatch(String);
 
@@ -24,7 +26,23 @@ impl std::error::Error for Mismatch {}
 fn fixture(path: &Path, source: Vec<u8>) -> datatest_stable::Result<()> {
     let shown = path.to_string_lossy().replace('\\', "/");
     oomlint::testing::check_fixture(&shown, &source, oomlint::rules::ALL)
-        .map_err(|m| Box::new(Mismatch(m)) as Box<dyn std::error::Error>)
+        .map_err(|m| Box::new(Mismatch(m)) as Box<dyn std::error::Error>)?;
+    // The prefilter may only skip files where no rule fires: with each rule alone (so
+    // one rule's needles can't hide another's gap), findings are the same without it.
+    for rule in oomlint::rules::ALL {
+        let rules = std::slice::from_ref(rule);
+        let on = lint_bytes_with(&shown, &source, rules, LintOptions { prefilter: true });
+        let off = lint_bytes_with(&shown, &source, rules, LintOptions { prefilter: false });
+        if on.findings != off.findings {
+            return Err(Box::new(Mismatch(format!(
+                "{shown}: the prefilter of {} drops findings: {} without it, {} with it",
+                rule.code,
+                off.findings.len(),
+                on.findings.len()
+            ))));
+        }
+    }
+    Ok(())
 }
 
 datatest_stable::harness! {

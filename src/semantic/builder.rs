@@ -77,7 +77,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         calls_by_function: Vec::new(),
         backward_flow: OnceCell::new(),
         binding_values: RefCell::new(Vec::new()),
-        return_values: RefCell::new(Vec::new()),
+        return_values: RefCell::new(FxHashMap::default()),
         scope_grad: RefCell::new(Vec::new()),
         depth_exceeded: Cell::new(false),
     };
@@ -842,7 +842,6 @@ impl<'a> Builder<'a> {
         *m.step_loops.get_mut() = vec![None; m.loops.len()];
         m.calls_by_function = calls_by_function;
         *m.binding_values.get_mut() = vec![Memo::Todo; m.bindings.len()];
-        *m.return_values.get_mut() = vec![Memo::Todo; n_scopes];
         *m.scope_grad.get_mut() = vec![None; n_scopes];
         self.m
     }

@@ -258,7 +258,8 @@ pub struct SemanticModel<'a> {
     backward_flow: OnceCell<FxHashSet<NameKey<'a>>>,
     // Memo tables for the lazy queries; `Cell` so the model is shared immutably.
     binding_values: RefCell<Vec<Memo>>,
-    return_values: RefCell<Vec<Memo>>,
+    /// By (function, element index or `u32::MAX` for the whole value).
+    return_values: RefCell<FxHashMap<(ScopeId, u32), Memo>>,
     scope_grad: RefCell<Vec<Option<GradMode>>>,
     depth_exceeded: Cell<bool>,
 }
@@ -620,9 +621,13 @@ impl<'a> SemanticModel<'a> {
     /// The grad mode that holds at `site`: what is written around it, else what every
     /// same-file caller of its function establishes, else enabled.
     pub fn grad_mode(&self, site: Site) -> GradMode {
+        self.grad_mode_at(site, 0)
+    }
+
+    fn grad_mode_at(&self, site: Site, depth: u32) -> GradMode {
         match site.grad {
             GradMode::Default => match self.function_of(site.scope) {
-                Some(f) => self.function_grad(f),
+                Some(f) => self.function_grad(f, depth),
                 None => GradMode::Enabled,
             },
             g => g,
@@ -633,18 +638,23 @@ impl<'a> SemanticModel<'a> {
         self.grad_mode(site) == GradMode::Enabled
     }
 
-    fn function_grad(&self, f: ScopeId) -> GradMode {
+    fn function_grad(&self, f: ScopeId, depth: u32) -> GradMode {
         if let Some(g) = self.scope_grad.borrow()[f as usize] {
             return g;
+        }
+        // A chain of callers deeper than this is not followed (and not memoized, so a
+        // shallower query can still decide it).
+        if depth > 200 {
+            self.depth_exceeded.set(true);
+            return GradMode::Unknown;
         }
         // Cycle guard: a recursive function is assumed enabled while it is being decided.
         self.scope_grad.borrow_mut()[f as usize] = Some(GradMode::Enabled);
         let callers = &self.callers[f as usize];
         let g = if !callers.is_empty()
-            && callers
-                .iter()
-                .all(|&c| self.grad_mode(self.calls[c as usize].site) == GradMode::Disabled)
-        {
+            && callers.iter().all(|&c| {
+                self.grad_mode_at(self.calls[c as usize].site, depth + 1) == GradMode::Disabled
+            }) {
             GradMode::Disabled
         } else {
             GradMode::Enabled

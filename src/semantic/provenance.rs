@@ -315,6 +315,11 @@ impl<'a> SemanticModel<'a> {
 
     /// Element `i` of an unpacked value: `a, b = x, y`, `loss, out = f()`, `v, idx = t.max(1)`.
     fn eval_element(&self, val: Node<'_>, i: u32, site: Site, d: u32) -> Value {
+        if d > MAX_DEPTH {
+            self.depth_exceeded.set(true);
+            return Value::Unknown;
+        }
+        let d = d + 1;
         let val = unwrap_parens(val);
         match val.kind() {
             "tuple" | "list" | "expression_list" => {
@@ -390,14 +395,21 @@ impl<'a> SemanticModel<'a> {
     /// What a same-file function returns: a graph if some return carries one and none
     /// is known to be detached.
     fn function_returns(&self, f: ScopeId, index: Option<u32>, d: u32) -> Value {
-        if index.is_none() {
-            match self.return_values.borrow()[f as usize] {
-                Memo::Done(v) => return v,
-                Memo::InProgress => return Value::Unknown,
-                Memo::Todo => {}
-            }
-            self.return_values.borrow_mut()[f as usize] = Memo::InProgress;
+        // `return helper(...)[i]` chains and recursive functions: bounded like any eval.
+        if d > MAX_DEPTH {
+            self.depth_exceeded.set(true);
+            return Value::Unknown;
         }
+        let d = d + 1;
+        let key = (f, index.unwrap_or(u32::MAX));
+        match self.return_values.borrow().get(&key) {
+            Some(Memo::Done(v)) => return *v,
+            Some(Memo::InProgress) => return Value::Unknown,
+            _ => {}
+        }
+        self.return_values
+            .borrow_mut()
+            .insert(key, Memo::InProgress);
         let values: Vec<Value> = self
             .scope(f)
             .returns
@@ -420,9 +432,7 @@ impl<'a> SemanticModel<'a> {
         } else {
             Value::Unknown
         };
-        if index.is_none() {
-            self.return_values.borrow_mut()[f as usize] = Memo::Done(v);
-        }
+        self.return_values.borrow_mut().insert(key, Memo::Done(v));
         v
     }
 

@@ -714,8 +714,14 @@ impl<'a> SemanticModel<'a> {
                         && p.child_by_field_name("attribute").is_some_and(|a| {
                             matches!(
                                 self.text(a),
-                                "shape" | "dtype" | "device" | "ndim" | "size" | "dim"
-                                    | "requires_grad" | "is_cuda"
+                                "shape"
+                                    | "dtype"
+                                    | "device"
+                                    | "ndim"
+                                    | "size"
+                                    | "dim"
+                                    | "requires_grad"
+                                    | "is_cuda"
                             )
                         })
                 });
