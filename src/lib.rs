@@ -6,6 +6,7 @@
 //! serializable [`finding::Finding`]s that the [`render`]ers print.
 
 pub mod config;
+pub mod confirm;
 pub mod error;
 pub mod finding;
 pub mod lint;

@@ -33,6 +33,20 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ListFormat,
     },
+    /// Lint, then measure what each finding really costs in memory with libtorch
+    /// (needs a build with `--features dynamic`).
+    Confirm(ConfirmArgs),
+    /// One variant of one `confirm` scenario, in a child process (internal).
+    #[command(name = "__scenario", hide = true)]
+    Scenario(oomlint::confirm::ScenarioArgs),
+}
+
+#[derive(Args)]
+struct ConfirmArgs {
+    #[command(flatten)]
+    check: CheckArgs,
+    #[command(flatten)]
+    measure: oomlint::confirm::ConfirmOptions,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -100,7 +114,7 @@ struct CheckArgs {
     force_exclude: bool,
 }
 
-const SUBCOMMANDS: &[&str] = &["check", "rule", "rules", "help"];
+const SUBCOMMANDS: &[&str] = &["check", "rule", "rules", "confirm", "__scenario", "help"];
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().collect();
@@ -112,7 +126,14 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(args);
     match cli.command {
-        Command::Check(a) => check(a),
+        Command::Check(a) => check(a, None),
+        Command::Confirm(c) if !oomlint::confirm::AVAILABLE => {
+            let _ = c;
+            eprintln!("oomlint: error: {}", oomlint::confirm::NOT_BUILT);
+            ExitCode::from(2)
+        }
+        Command::Confirm(c) => check(c.check, Some(c.measure)),
+        Command::Scenario(s) => oomlint::confirm::scenario_main(&s),
         Command::Rule { code } => match rules::by_code(&code) {
             Some(r) => {
                 println!("# {} ({})\n", r.code, r.name);
@@ -169,7 +190,7 @@ fn report_error(d: &dyn miette::Diagnostic) {
     eprint!("{s}");
 }
 
-fn check(a: CheckArgs) -> ExitCode {
+fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> ExitCode {
     let overrides = Overrides {
         select: a.select.clone(),
         extend_select: a.extend_select.clone(),
@@ -286,6 +307,14 @@ fn check(a: CheckArgs) -> ExitCode {
         (files, walk_errors, reports)
     };
 
+    // `oomlint confirm`: measure the findings before printing them.
+    let confirmations = match &confirm {
+        Some(opts) => match oomlint::confirm::run(&reports, opts) {
+            Ok(c) => Some(c),
+            Err(e) => return usage_error(&e.to_string()),
+        },
+        None => None,
+    };
     let stdout = std::io::stdout();
     let mut out: Box<dyn Write> = match &a.output_file {
         Some(p) => match std::fs::File::create(p) {
@@ -312,7 +341,7 @@ fn check(a: CheckArgs) -> ExitCode {
     let written = if a.statistics {
         render::render_statistics(&mut out, &reports)
     } else {
-        render::render(&mut out, a.format, &reports, color)
+        render::render_with(&mut out, a.format, &reports, color, confirmations.as_ref())
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

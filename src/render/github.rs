@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use crate::confirm::Confirmations;
 use crate::lint::FileReport;
 use crate::rule::Severity;
 
@@ -20,8 +21,17 @@ pub fn escape_property(s: &str) -> String {
 }
 
 pub fn render_github(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<()> {
-    for r in reports {
-        for f in &r.findings {
+    render_github_with(out, reports, None)
+}
+
+/// [`render_github`], with the verdict of `oomlint confirm` as the message's last line.
+pub fn render_github_with(
+    out: &mut dyn Write,
+    reports: &[FileReport],
+    confirmations: Option<&Confirmations>,
+) -> io::Result<()> {
+    for (ri, r) in reports.iter().enumerate() {
+        for (fi, f) in r.findings.iter().enumerate() {
             let level = match f.severity {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
@@ -31,6 +41,10 @@ pub fn render_github(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<
                 message.push_str(&format!("cell {}, line {}: ", cell.cell, cell.line));
             }
             message.push_str(&format!("{} {}\nhelp: {}", f.code, f.message, f.help));
+            if let Some(c) = confirmations.and_then(|c| c.get(ri, fi)) {
+                message.push('\n');
+                message.push_str(&c.line());
+            }
             writeln!(
                 out,
                 "::{level} file={},line={},col={},endLine={},endColumn={},title={}::{}",

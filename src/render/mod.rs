@@ -8,13 +8,14 @@ mod text;
 
 use std::io::{self, Write};
 
+use crate::confirm::Confirmations;
 use crate::finding::Finding;
 use crate::lint::FileReport;
 
-pub use github::{escape_data, escape_property, render_github};
+pub use github::{escape_data, escape_property, render_github, render_github_with};
 pub use junit::render_junit;
-pub use sarif::{render_sarif, sarif_value};
-pub use text::{render_text, Color};
+pub use sarif::{render_sarif, sarif_value, sarif_value_with};
+pub use text::{render_text, render_text_with, Color};
 
 use crate::notebook::CellPosition;
 use crate::source::LineIndex;
@@ -65,19 +66,47 @@ pub fn render(
     reports: &[FileReport],
     color: bool,
 ) -> io::Result<()> {
-    let findings = || reports.iter().flat_map(|r| r.findings.iter());
+    render_with(out, format, reports, color, None)
+}
+
+/// [`render`], with the measurements of `oomlint confirm` beside the findings: a line
+/// under each text diagnostic, a `confirmation` object in json/jsonl/sarif, the verdict
+/// in concise and github output. Without confirmations the output is `render`'s.
+pub fn render_with(
+    out: &mut dyn Write,
+    format: Format,
+    reports: &[FileReport],
+    color: bool,
+    confirmations: Option<&Confirmations>,
+) -> io::Result<()> {
+    let conf = |ri: usize, fi: usize| confirmations.and_then(|c| c.get(ri, fi));
+    // Each finding as JSON: the ten keys, plus `confirmation` in confirm mode.
+    let objects = || {
+        reports.iter().enumerate().flat_map(move |(ri, r)| {
+            r.findings
+                .iter()
+                .enumerate()
+                .map(move |(fi, f)| FindingJson {
+                    finding: f,
+                    confirmation: conf(ri, fi),
+                })
+        })
+    };
     match format {
-        Format::Text => render_text(out, reports, color),
+        Format::Text => render_text_with(out, reports, color, confirmations),
         Format::Concise => {
-            for r in reports {
-                for f in &r.findings {
+            for (ri, r) in reports.iter().enumerate() {
+                for (fi, f) in r.findings.iter().enumerate() {
                     let at = match cell_position(r, f) {
                         Some(c) => format!("cell {}:{}:{}", c.cell, c.line, c.column),
                         None => format!("{}:{}", f.line, f.column),
                     };
+                    let confirmed = conf(ri, fi)
+                        .map(|c| format!(" [{}]", sanitize(&c.line())))
+                        .unwrap_or_default();
                     writeln!(
                         out,
-                        "{}:{at}: {} {}",
+                        "{}:{at}: {} {}{confirmed}",
                         sanitize(&f.path),
                         f.code,
                         sanitize(&f.message)
@@ -86,22 +115,35 @@ pub fn render(
             }
             Ok(())
         }
-        Format::Github => render_github(out, reports),
-        Format::Sarif => render_sarif(out, reports),
+        Format::Github => render_github_with(out, reports, confirmations),
+        Format::Sarif => {
+            serde_json::to_writer_pretty(&mut *out, &sarif_value_with(reports, confirmations))?;
+            writeln!(out)
+        }
         Format::Junit => render_junit(out, reports),
         Format::Json => {
-            let all: Vec<&Finding> = findings().collect();
+            let all: Vec<FindingJson> = objects().collect();
             serde_json::to_writer_pretty(&mut *out, &all)?;
             writeln!(out)
         }
         Format::Jsonl => {
-            for f in findings() {
-                serde_json::to_writer(&mut *out, f)?;
+            for f in objects() {
+                serde_json::to_writer(&mut *out, &f)?;
                 writeln!(out)?;
             }
             Ok(())
         }
     }
+}
+
+/// A finding as json/jsonl write it: its ten keys, and `confirmation` only when there
+/// is one (`oomlint confirm`).
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    #[serde(flatten)]
+    finding: &'a Finding,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmation: Option<&'a crate::confirm::Confirmation>,
 }
 
 /// `--statistics`: one line per rule that fired, most frequent first.

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
+use crate::confirm::Confirmations;
 use crate::lint::FileReport;
 use crate::rule::Severity;
 use crate::rules;
@@ -39,6 +40,12 @@ pub fn path_uri(path: &str) -> String {
 }
 
 pub fn sarif_value(reports: &[FileReport]) -> Value {
+    sarif_value_with(reports, None)
+}
+
+/// [`sarif_value`], with the measurements of `oomlint confirm`: each result's message
+/// gets the verdict line, and its property bag the `confirmation` object.
+pub fn sarif_value_with(reports: &[FileReport], confirmations: Option<&Confirmations>) -> Value {
     let mut fired: Vec<&'static str> = reports
         .iter()
         .flat_map(|r| r.findings.iter().map(|f| f.code))
@@ -61,13 +68,19 @@ pub fn sarif_value(reports: &[FileReport]) -> Value {
         })
         .collect();
     let mut results = Vec::new();
-    for r in reports {
-        for f in &r.findings {
+    for (ri, r) in reports.iter().enumerate() {
+        for (fi, f) in r.findings.iter().enumerate() {
+            let confirmation = confirmations.and_then(|c| c.get(ri, fi));
+            let mut text = format!("{}\nhelp: {}", f.message, f.help);
+            if let Some(c) = confirmation {
+                text.push('\n');
+                text.push_str(&c.line());
+            }
             let mut result = json!({
                 "ruleId": f.code,
                 "ruleIndex": fired.iter().position(|c| *c == f.code).unwrap_or(0),
                 "level": level(f.severity),
-                "message": { "text": format!("{}\nhelp: {}", f.message, f.help) },
+                "message": { "text": text },
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {
@@ -89,6 +102,12 @@ pub fn sarif_value(reports: &[FileReport]) -> Value {
             if let Some(c) = super::cell_position(r, f) {
                 result["properties"] =
                     json!({ "cell": c.cell, "cellLine": c.line, "cellColumn": c.column });
+            }
+            if let Some(c) = confirmation {
+                if !result["properties"].is_object() {
+                    result["properties"] = json!({});
+                }
+                result["properties"]["confirmation"] = json!(c);
             }
             results.push(result);
         }

@@ -8,6 +8,7 @@ use miette::{
     Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
 };
 
+use crate::confirm::{Confirmations, Verdict};
 use crate::finding::Finding;
 use crate::lint::FileReport;
 use crate::rule::Severity;
@@ -74,6 +75,17 @@ impl Diagnostic for Shown<'_> {
 }
 
 pub fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> io::Result<()> {
+    render_text_with(out, reports, color, None)
+}
+
+/// [`render_text`], with the verdict of `oomlint confirm` under each diagnostic:
+/// `  confirmed on CPU: +8.0 KiB retained per iteration (...)` and what was measured.
+pub fn render_text_with(
+    out: &mut dyn Write,
+    reports: &[FileReport],
+    color: bool,
+    confirmations: Option<&Confirmations>,
+) -> io::Result<()> {
     let theme = if color {
         GraphicalTheme::unicode()
     } else {
@@ -83,13 +95,13 @@ pub fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> 
         .with_links(false)
         .with_width(100)
         .with_context_lines(1);
-    for r in reports {
+    for (ri, r) in reports.iter().enumerate() {
         let Some(src) = &r.source else { continue };
         let shown_src = NamedSource::new(
             super::sanitize(&r.path),
             Arc::<str>::from(safe_source(src).as_ref()),
         );
-        for f in &r.findings {
+        for (fi, f) in r.findings.iter().enumerate() {
             // A notebook finding is shown in its cell: `notebook.ipynb:cell 3:4:5`.
             let cell_src;
             let (source, shift) = match &r.notebook {
@@ -114,6 +126,20 @@ pub fn render_text(out: &mut dyn Write, reports: &[FileReport], color: bool) -> 
                 .render_report(&mut s, &d)
                 .map_err(|_| io::Error::other("formatting failed"))?;
             out.write_all(s.as_bytes())?;
+            if let Some(c) = confirmations.and_then(|c| c.get(ri, fi)) {
+                let verdict = c.verdict.as_str();
+                let rest = &c.line()[verdict.len()..];
+                let verdict = match (color, c.verdict) {
+                    (false, _) => verdict.to_owned(),
+                    (true, Verdict::Confirmed) => format!("\x1b[1;31m{verdict}\x1b[0m"),
+                    (true, Verdict::NotConfirmed) => format!("\x1b[1;32m{verdict}\x1b[0m"),
+                    (true, Verdict::Skipped) => format!("\x1b[2m{verdict}\x1b[0m"),
+                };
+                writeln!(out, "  {verdict}{}", super::sanitize(rest))?;
+                if let Some(m) = c.measured() {
+                    writeln!(out, "  {}", super::sanitize(&m))?;
+                }
+            }
             writeln!(out)?;
         }
     }
