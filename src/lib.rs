@@ -5,6 +5,7 @@
 //! reads that model and pushes [`rule::Diagnostic`]s, and the engine turns them into
 //! serializable [`finding::Finding`]s that the [`render`]ers print.
 
+pub mod cache;
 pub mod config;
 pub mod confirm;
 pub mod error;

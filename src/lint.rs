@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tree_sitter::Parser;
 
+use crate::cache::{Cache, Key};
 use crate::error::{FileError, FileWarning};
 use crate::finding::Finding;
 use crate::noqa::Suppressions;
@@ -69,8 +70,31 @@ pub fn lint_path_with(
     rules: &[&'static Rule],
     opts: LintOptions,
 ) -> FileReport {
+    lint_path_cached(path, display, rules, opts, None)
+}
+
+/// Reads and lints one file, serving the result from `cache` when the file, its rules
+/// and the build are unchanged since the cached run.
+pub fn lint_path_cached(
+    path: &Path,
+    display: &str,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+    cache: Option<&Cache>,
+) -> FileReport {
     match std::fs::read(path) {
-        Ok(bytes) => lint_bytes_with(display, &bytes, rules, opts),
+        Ok(bytes) => match cache {
+            Some(c) => {
+                let key = Key::new(&bytes, rules);
+                if let Some(hit) = c.get(display, &key, &bytes) {
+                    return hit;
+                }
+                let report = lint_bytes_with(display, &bytes, rules, opts);
+                c.put(key, &report);
+                report
+            }
+            None => lint_bytes_with(display, &bytes, rules, opts),
+        },
         Err(e) => FileReport {
             path: display.to_owned(),
             errors: vec![FileError::Io {

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 
 use oomlint::config::{Overrides, Resolver};
-use oomlint::lint::{lint_bytes, lint_path, FileReport};
+use oomlint::lint::{lint_bytes_with, lint_path_cached, FileReport, LintOptions};
 use oomlint::render::{self, Color, Format};
 use oomlint::{rules, walk};
 
@@ -33,6 +33,8 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ListFormat,
     },
+    /// Remove the result cache (`.oomlint_cache/`) of the current directory.
+    Clean,
     /// Lint, then measure what each finding really costs in memory with libtorch
     /// (needs a build with `--features dynamic`).
     Confirm(ConfirmArgs),
@@ -94,6 +96,16 @@ struct CheckArgs {
     /// Print only the findings: no summary line.
     #[arg(short, long)]
     quiet: bool,
+    /// Parse every file, even those the prefilter shows no rule can fire on (for tests
+    /// and benchmarks).
+    #[arg(long, hide = true)]
+    no_prefilter: bool,
+    /// Print on stderr how many files the prefilter let through to the parser.
+    #[arg(long, hide = true)]
+    prefilter_stats: bool,
+    /// Lint every file afresh: neither read nor write the result cache (`.oomlint_cache/`).
+    #[arg(long)]
+    no_cache: bool,
     /// Use this configuration file for every file (pyproject.toml, oomlint.toml or .oomlint.toml).
     #[arg(long, value_name = "PATH", conflicts_with = "isolated")]
     config: Option<PathBuf>,
@@ -114,7 +126,15 @@ struct CheckArgs {
     force_exclude: bool,
 }
 
-const SUBCOMMANDS: &[&str] = &["check", "rule", "rules", "confirm", "__scenario", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "check",
+    "rule",
+    "rules",
+    "clean",
+    "confirm",
+    "__scenario",
+    "help",
+];
 
 fn main() -> ExitCode {
     let mut args: Vec<OsString> = std::env::args_os().collect();
@@ -141,6 +161,24 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             None => usage_error(&format!("unknown rule code `{code}` (see `oomlint rules`)")),
+        },
+        Command::Clean => match oomlint::cache::clean(std::path::Path::new(".")) {
+            Ok(true) => {
+                eprintln!("Removed {}/", oomlint::cache::DIR);
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                eprintln!("No {}/ here", oomlint::cache::DIR);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!(
+                    "oomlint: error: {}: cannot remove: {}",
+                    oomlint::cache::DIR,
+                    oomlint::lint::io_reason(&e)
+                );
+                ExitCode::from(2)
+            }
         },
         Command::Rules { format } => {
             match format {
@@ -223,6 +261,9 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
         Ok(p) => p,
         Err(e) => return usage_error(&format!("cannot start threads: {e}")),
     };
+    let lint_opts = LintOptions {
+        prefilter: !a.no_prefilter,
+    };
     let paths = if a.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -259,7 +300,12 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
         let reports = if a.force_exclude && settings.is_excluded_anywhere(name) {
             Vec::new()
         } else {
-            vec![lint_bytes(&display, &bytes, &settings.rules_for(name))]
+            vec![lint_bytes_with(
+                &display,
+                &bytes,
+                &settings.rules_for(name),
+                lint_opts,
+            )]
         };
         let files = vec![walk::FileEntry {
             path: name.clone(),
@@ -295,15 +341,33 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
         if config_failed(&resolver) {
             return ExitCode::from(2);
         }
+        // `--no-prefilter` runs (tests, benchmarks) want every file linted for real.
+        let cache = (!a.no_cache && !a.no_prefilter)
+            .then(|| oomlint::cache::Cache::open(std::path::Path::new(".")));
         let reports: Vec<FileReport> = pool.install(|| {
             files
                 .par_iter()
                 .map(|f| {
                     let settings = resolver.for_file(&f.path);
-                    lint_path(&f.path, &f.display, &settings.rules_for(&f.path))
+                    lint_path_cached(
+                        &f.path,
+                        &f.display,
+                        &settings.rules_for(&f.path),
+                        lint_opts,
+                        cache.as_ref(),
+                    )
                 })
                 .collect()
         });
+        if let Some(c) = cache {
+            if let Err(e) = c.save() {
+                eprintln!(
+                    "oomlint: warning: {}: cannot write the cache: {}",
+                    oomlint::cache::DIR,
+                    oomlint::lint::io_reason(&e)
+                );
+            }
+        }
         (files, walk_errors, reports)
     };
 
@@ -351,6 +415,14 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
     }
     drop(out);
 
+    if a.prefilter_stats {
+        let skipped = reports.iter().filter(|r| r.skipped_by_prefilter).count();
+        eprintln!(
+            "prefilter: parsed {} of {} files ({skipped} skipped)",
+            reports.len() - skipped,
+            reports.len()
+        );
+    }
     // Problems with files go to stderr after the findings, in path order.
     let mut errors = walk_errors.len();
     for e in &walk_errors {
