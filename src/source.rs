@@ -76,6 +76,18 @@ impl LineIndex {
         }
     }
 
+    /// The 0-based line that holds `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    /// Where 0-based line `line` starts, if the text has that many lines.
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.starts.get(line).copied()
+    }
+
     /// Byte range of line `line` (1-based), without its terminator.
     pub fn line_range(&self, text: &str, line: usize) -> Option<std::ops::Range<usize>> {
         let start = *self.starts.get(line.checked_sub(1)?)?;

@@ -2,16 +2,19 @@
 
 use std::fmt;
 use std::io::{self, Write};
+use std::ops::Range;
 use std::sync::Arc;
 
 use miette::{
-    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError,
+    MietteSpanContents, SourceCode, SourceSpan, SpanContents,
 };
 
 use crate::confirm::{Confirmations, Verdict};
 use crate::finding::Finding;
 use crate::lint::FileReport;
 use crate::rule::Severity;
+use crate::source::LineIndex;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Color {
@@ -24,7 +27,7 @@ pub enum Color {
 struct Shown<'f> {
     finding: &'f Finding,
     message: String,
-    source: &'f NamedSource<Arc<str>>,
+    source: &'f Snippet,
     /// Where `source` starts in the file's text (a notebook cell's start; else 0).
     shift: usize,
 }
@@ -97,20 +100,26 @@ pub fn render_text_with(
         .with_context_lines(1);
     for (ri, r) in reports.iter().enumerate() {
         let Some(src) = &r.source else { continue };
-        let shown_src = NamedSource::new(
-            super::sanitize(&r.path),
-            Arc::<str>::from(safe_source(src).as_ref()),
-        );
+        let text: Arc<str> = Arc::from(safe_source(src).as_ref());
+        let lines = Arc::new(LineIndex::new(&text));
+        let shown_src = Snippet {
+            name: super::sanitize(&r.path).into_owned(),
+            range: 0..text.len(),
+            text: text.clone(),
+            lines: lines.clone(),
+        };
         for (fi, f) in r.findings.iter().enumerate() {
             // A notebook finding is shown in its cell: `notebook.ipynb:cell 3:4:5`.
             let cell_src;
             let (source, shift) = match &r.notebook {
                 Some(idx) => {
                     let (n, range) = idx.cell_range_at(src, f.range.0);
-                    cell_src = NamedSource::new(
-                        format!("{}:cell {n}", super::sanitize(&r.path)),
-                        Arc::<str>::from(&safe_source(src)[range.clone()]),
-                    );
+                    cell_src = Snippet {
+                        name: format!("{}:cell {n}", super::sanitize(&r.path)),
+                        range: range.clone(),
+                        text: text.clone(),
+                        lines: lines.clone(),
+                    };
                     (&cell_src, range.start)
                 }
                 None => (&shown_src, 0),
@@ -146,6 +155,58 @@ pub fn render_text_with(
     Ok(())
 }
 
+/// The text of a file (or of one notebook cell of it) as miette reads it, with its line
+/// index: reading the lines around a finding costs the size of those lines. (miette's own
+/// `str` source scans from the start of the text for every finding, which made the text
+/// format quadratic in a file with many findings.)
+struct Snippet {
+    name: String,
+    text: Arc<str>,
+    lines: Arc<LineIndex>,
+    /// The part of `text` shown; spans are relative to its start.
+    range: Range<usize>,
+}
+
+impl SourceCode for Snippet {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let base = self.range.start;
+        let start = (base + span.offset()).min(self.range.end);
+        let end = (start + span.len()).min(self.range.end);
+        // Whole lines from one more than the context above the span to one more than the
+        // context below it: miette's own reading of that window gives what it would have
+        // read from the whole text, shifted by the window's first line.
+        let top = self.lines.line_of(base);
+        let first = self
+            .lines
+            .line_of(start)
+            .saturating_sub(before + 1)
+            .max(top);
+        let last = self.lines.line_of(end.saturating_sub(1).max(start)) + after + 2;
+        let from = self.lines.line_start(first).unwrap_or(base).max(base);
+        let to = self
+            .lines
+            .line_start(last)
+            .unwrap_or(self.text.len())
+            .min(self.range.end);
+        let window = &self.text.as_bytes()[from..to];
+        let local = SourceSpan::new((base + span.offset() - from).into(), span.len());
+        let c = window.read_span(&local, before, after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            c.data(),
+            SourceSpan::new((c.span().offset() + from - base).into(), c.span().len()),
+            c.line() + (first - top),
+            c.column(),
+            c.line_count() + (first - top),
+        )))
+    }
+}
+
 /// The source with every control character but tab and line breaks replaced by `?`,
 /// byte for byte (ASCII controls are one byte; others are replaced by as many `?` as
 /// they have bytes), so spans stay valid and the terminal sees no escape sequences.
@@ -165,4 +226,48 @@ fn safe_source(src: &Arc<str>) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Snippet` reads exactly what miette reads from the whole text (or cell) itself.
+    #[test]
+    fn snippet_reads_what_miette_reads() {
+        let text = "import torch\r\n\nfor x in loader:\n\tloss = f(x)  # \u{e9}\n    losses.append(loss)\n\nend\n";
+        let arc: Arc<str> = Arc::from(text);
+        let lines = Arc::new(LineIndex::new(text));
+        // The whole text, and a "cell" from the third line on.
+        let cell = text.find("for").unwrap()..text.len();
+        for range in [0..text.len(), cell] {
+            let part = &text[range.clone()];
+            let snippet = Snippet {
+                name: "t.py".into(),
+                text: arc.clone(),
+                lines: lines.clone(),
+                range: range.clone(),
+            };
+            for start in 0..part.len() {
+                for len in 0..=(part.len() - start).min(40) {
+                    for ctx in 0..3 {
+                        let span = SourceSpan::new(start.into(), len);
+                        let ours = snippet.read_span(&span, ctx, ctx);
+                        let theirs = part.read_span(&span, ctx, ctx);
+                        let at = format!("{range:?} {start}+{len} ctx {ctx}");
+                        assert_eq!(ours.is_ok(), theirs.is_ok(), "{at}");
+                        let (Ok(a), Ok(b)) = (ours, theirs) else {
+                            continue;
+                        };
+                        assert_eq!(a.data(), b.data(), "{at}");
+                        assert_eq!(a.span(), b.span(), "{at}");
+                        assert_eq!(a.line(), b.line(), "{at}");
+                        assert_eq!(a.column(), b.column(), "{at}");
+                        assert_eq!(a.line_count(), b.line_count(), "{at}");
+                        assert_eq!(a.name(), Some("t.py"));
+                    }
+                }
+            }
+        }
+    }
 }

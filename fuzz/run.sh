@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Fuzzes parse + semantic model + all rules + all output formats for a bounded time.
+#
+#   fuzz/run.sh [SECONDS] [JOBS]      (default: 600 seconds, 1 job)
+#
+# Needs cargo-fuzz (`cargo install cargo-fuzz`) and libFuzzer's nightly flags: on a
+# stable toolchain RUSTC_BOOTSTRAP=1 lets them through. The corpus starts from every
+# Python file under fixtures/; crashes land in fuzz/artifacts/lint/ (reproduce one with
+# `RUSTC_BOOTSTRAP=1 cargo fuzz run lint fuzz/artifacts/lint/crash-...`), and each
+# becomes a fixture or a test (see README, "Robustness").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_TO_RUN="${1:-600}"
+JOBS="${2:-1}"
+export RUSTC_BOOTSTRAP=1
+CORPUS=fuzz/corpus/lint
+SEEDS=fuzz/seeds/lint
+mkdir -p "$CORPUS" "$SEEDS"
+find fixtures -name '*.py' -o -name '*.ipynb' | while read -r f; do
+    cp "$f" "$SEEDS/$(echo "$f" | tr '/' '_')"
+done
+cargo fuzz build -O -a lint
+# Fork mode: a crash, a timeout or an out-of-memory is saved under fuzz/artifacts/lint/
+# and fuzzing goes on, so one run finds more than the first problem.
+cargo fuzz run -O -a lint "$CORPUS" "$SEEDS" -- \
+    -fork="$JOBS" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -max_total_time="$SECONDS_TO_RUN" -max_len="${MAX_LEN:-8192}" \
+    -timeout="${TIMEOUT:-10}" -rss_limit_mb=4096 -print_final_stats=1
