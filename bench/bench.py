@@ -51,7 +51,10 @@ PYPI_DIR = CORPUS / "pypi"
 WHEELS = WORK / "wheels"
 VENV = WORK / "venv"
 CACHE_CWD = WORK / "cache-run"
-BIN = ROOT / "target" / "release" / "oomlint"
+BUILT = ROOT / "target" / "release" / "oomlint"
+# The binary under test: a copy of BUILT taken at the start, so that a rebuild of
+# target/release during the run (another cargo build in the same tree) cannot change it.
+BIN = WORK / "bin" / "oomlint"
 
 # Pinned so that the real corpus is the same from one run to the next; a pin that can no
 # longer be downloaded falls back to the newest release (the summary says which ran).
@@ -421,7 +424,7 @@ def ruff_file_count(ruff: Path, paths: list[str]) -> int | None:
 
 def find_caches() -> list[Path]:
     found = []
-    for base in [CACHE_CWD, ROOT, *(Path(p) for p in (GEN_DIR, PYPI_DIR))]:
+    for base in [CACHE_CWD, WORK, ROOT, *(Path(p) for p in (GEN_DIR, PYPI_DIR))]:
         cand = base / ".oomlint_cache"
         if cand.is_dir():
             found.append(cand)
@@ -482,7 +485,7 @@ def measure_cache_and_io(facts: dict, feats: dict, rounds: int) -> dict:
     out["cache_fill"] = first.wall
     out["second_run"] = walls[0]
     out["cache_dirs"] = [str(c) for c in find_caches()]
-    out["cached_command"] = " ".join(display_arg(c) for c in cmd) + f"  (cwd {rel(CACHE_CWD)})"
+    out["cached_command"] = " ".join(display_arg(c) for c in cmd)
     return out
 
 
@@ -540,6 +543,13 @@ def display_arg(a) -> str:
     return s
 
 
+def snapshot_binary() -> None:
+    BIN.parent.mkdir(parents=True, exist_ok=True)
+    tmp = BIN.with_suffix(".tmp")
+    shutil.copy2(BUILT, tmp)
+    os.replace(tmp, BIN)
+
+
 def machine_info() -> dict:
     model = "unknown"
     try:
@@ -592,7 +602,8 @@ def report(ctx: dict) -> str:
     L.append("")
     L.append(f"- Machine: {m['cpu']}, nproc {m['nproc']}, {m['memory']} RAM, Linux {m['kernel']}; "
              f"load average {ctx['load_start']} at start, {ctx['load_end']} at end")
-    L.append(f"- oomlint: {ctx['oomlint_version']} (git {ctx['git']}), release build; {ctx['ruff_version']}")
+    L.append(f"- oomlint: {ctx['oomlint_version']} (git {ctx['git']}), release build, run as a copy "
+             f"(`{rel(BIN)}`) so that a rebuild during the run cannot change it; {ctx['ruff_version']}")
     L.append(f"- Command: `{ctx['cmdline']}` ({ctx['rounds']} rounds after one warm-up round, "
              f"variants alternated, order rotated each round)")
     feats = ctx["features"]
@@ -696,8 +707,8 @@ def report(ctx: dict) -> str:
         L.append(f"- {c0['labels'][key]}: `{cmd.replace(paths0, 'CORPUS')}`")
     io0 = ctx["corpora"][0]["io"]
     if io0.get("cached_command"):
-        L.append(f"- cached re-run: `{io0['cached_command'].replace(paths0, 'CORPUS')}`, run once to fill the cache, "
-                 f"then {ctx['rounds']} times")
+        L.append(f"- cached re-run: `{io0['cached_command'].replace(paths0, 'CORPUS')}` in {rel(CACHE_CWD)} "
+                 f"(the cache goes to the current directory), run once to fill the cache, then {ctx['rounds']} times")
     L.append("- I/O floor: `xargs -0 cat < FILE_LIST > /dev/null` over the same files")
     if ctx["latency"]:
         e = ctx["latency"][-1]
@@ -749,11 +760,14 @@ def main(argv=None) -> int:
     ctx = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine_info(), "load_start": loadavg(),
            "cmdline": os.environ.get("BENCH_CMDLINE") or "bench/run.sh " + " ".join(argv or sys.argv[1:]),
            "rounds": rounds, "latency_runs": latency_runs}
-    if not BIN.exists():
-        raise SystemExit(f"{rel(BIN)} is missing: run bench/run.sh (it builds it) or cargo build --release")
+    if not BUILT.exists():
+        raise SystemExit(f"{rel(BUILT)} is missing: run bench/run.sh (it builds it) or cargo build --release")
     WORK.mkdir(parents=True, exist_ok=True)
-    ctx["oomlint_version"] = capture([BIN, "--version"]).stdout.strip()
     ctx["git"] = git_state()
+    snapshot_binary()
+    ctx["oomlint_version"] = capture([BIN, "--version"]).stdout.strip()
+    built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(BUILT.stat().st_mtime))
+    log(f"benchmarking {rel(BIN)}: a copy of {rel(BUILT)} (built {built}), {ctx['oomlint_version']}")
 
     step("corpus: generated")
     manifest = ensure_generated(files, args.seed)
