@@ -1,4 +1,5 @@
 use crate::prelude::*;
+use crate::semantic::NodeExt;
 use crate::semantic::{names, unwrap_parens, ScopeId};
 
 declare_rule! {
@@ -152,10 +153,10 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
 fn callee_root<'a>(model: &SemanticModel<'a>, f: tree_sitter::Node<'a>) -> &'a str {
     let f = unwrap_parens(f);
     if f.kind() == "attribute"
-        && f.child_by_field_name("attribute")
+        && f.field("attribute")
             .is_some_and(|a| matches!(model.text(a), "forward" | "__call__"))
     {
-        if let Some(o) = f.child_by_field_name("object") {
+        if let Some(o) = f.field("object") {
             return model.text(o);
         }
     }
@@ -169,12 +170,12 @@ fn iterates_eval_loader(model: &SemanticModel<'_>, iter: tree_sitter::Node<'_>) 
         match n.kind() {
             "identifier" if names::is_eval_loader_name(model.text(n)) => return true,
             "attribute" => {
-                if let Some(a) = n.child_by_field_name("attribute") {
+                if let Some(a) = n.field("attribute") {
                     if names::is_eval_loader_name(model.text(a)) {
                         return true;
                     }
                 }
-                if let Some(o) = n.child_by_field_name("object") {
+                if let Some(o) = n.field("object") {
                     stack.push(o);
                 }
             }

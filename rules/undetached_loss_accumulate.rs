@@ -1,4 +1,5 @@
 use crate::prelude::*;
+use crate::semantic::NodeExt;
 use crate::semantic::{unwrap_parens, AssignOp};
 
 declare_rule! {
@@ -64,12 +65,12 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
                 if v.kind() != "binary_operator" {
                     continue;
                 }
-                let op = v.child_by_field_name("operator").map(|o| model.text(o));
+                let op = v.field("operator").map(|o| model.text(o));
                 if !matches!(op, Some("+" | "-")) {
                     continue;
                 }
                 let (Some(l), Some(r)) =
-                    (v.child_by_field_name("left"), v.child_by_field_name("right"))
+                    (v.field("left"), v.field("right"))
                 else {
                     continue;
                 };

@@ -1,4 +1,5 @@
 use crate::prelude::*;
+use crate::semantic::NodeExt;
 use crate::semantic::{unwrap_parens, AssignOp, Site};
 use tree_sitter::Node;
 
@@ -66,7 +67,7 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
         match (a.op, target.kind()) {
             // `history[step] = loss`
             (AssignOp::Plain, "subscript") => {
-                if let Some(container) = target.child_by_field_name("value") {
+                if let Some(container) = target.field("value") {
                     report(model, container, a.value, a.node, a.site, out);
                 }
             }
@@ -92,7 +93,7 @@ fn report(
     // `self.history["loss"].append(loss)`: the container lives as long as its root.
     let mut root = unwrap_parens(container);
     while root.kind() == "subscript" {
-        match root.child_by_field_name("value") {
+        match root.field("value") {
             Some(v) => root = unwrap_parens(v),
             None => return,
         }

@@ -39,11 +39,16 @@ pub struct FileReport {
 pub struct LintOptions {
     /// Skip parsing files that no enabled rule can fire on ([`crate::prefilter`]).
     pub prefilter: bool,
+    /// Stop after parsing (the benchmark's baseline for the cost of the analysis).
+    pub parse_only: bool,
 }
 
 impl Default for LintOptions {
     fn default() -> Self {
-        LintOptions { prefilter: true }
+        LintOptions {
+            prefilter: true,
+            parse_only: false,
+        }
     }
 }
 
@@ -248,7 +253,12 @@ fn lint_text(
             return report;
         }
     };
-    let index = LineIndex::new(&text);
+    if opts.parse_only {
+        return report;
+    }
+    // Most files have no finding and no syntax error: build the line index only if asked.
+    let index = std::cell::OnceCell::new();
+    let index = || index.get_or_init(|| LineIndex::new(&text));
     let mut model = match catch_quietly(|| SemanticModel::build(&tree, &text)) {
         Ok(model) => model,
         Err(message) => {
@@ -263,7 +273,7 @@ fn lint_text(
     let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
     model.is_test_module = crate::semantic::names::is_test_file_name(file_name);
     if let Some(at) = model.first_syntax_error {
-        let lc = index.line_col(&text, at);
+        let lc = index().line_col(&text, at);
         report.warnings.push(FileWarning::Syntax {
             path: path.to_owned(),
             line: lc.line,
@@ -285,8 +295,8 @@ fn lint_text(
             continue;
         }
         for d in diags.drain(start..) {
-            let s = index.line_col(&text, d.range.start);
-            let e = index.line_col(&text, d.range.end);
+            let s = index().line_col(&text, d.range.start);
+            let e = index().line_col(&text, d.range.end);
             report.findings.push(Finding {
                 code: rule.code,
                 name: rule.name,

@@ -103,6 +103,9 @@ struct CheckArgs {
     /// Print on stderr how many files the prefilter let through to the parser.
     #[arg(long, hide = true)]
     prefilter_stats: bool,
+    /// Parse and stop: the benchmark's baseline for the cost of analysis and rules.
+    #[arg(long, hide = true)]
+    parse_only: bool,
     /// Lint every file afresh: neither read nor write the result cache (`.oomlint_cache/`).
     #[arg(long)]
     no_cache: bool,
@@ -263,6 +266,7 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
     };
     let lint_opts = LintOptions {
         prefilter: !a.no_prefilter,
+        parse_only: a.parse_only,
     };
     let paths = if a.paths.is_empty() {
         vec![PathBuf::from(".")]
@@ -342,7 +346,7 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
             return ExitCode::from(2);
         }
         // `--no-prefilter` runs (tests, benchmarks) want every file linted for real.
-        let cache = (!a.no_cache && !a.no_prefilter)
+        let cache = (!a.no_cache && !a.no_prefilter && !a.parse_only)
             .then(|| oomlint::cache::Cache::open(std::path::Path::new(".")));
         let reports: Vec<FileReport> = pool.install(|| {
             files

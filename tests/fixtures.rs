@@ -31,8 +31,24 @@ fn fixture(path: &Path, source: Vec<u8>) -> datatest_stable::Result<()> {
     // one rule's needles can't hide another's gap), findings are the same without it.
     for rule in oomlint::rules::ALL {
         let rules = std::slice::from_ref(rule);
-        let on = lint_bytes_with(&shown, &source, rules, LintOptions { prefilter: true });
-        let off = lint_bytes_with(&shown, &source, rules, LintOptions { prefilter: false });
+        let on = lint_bytes_with(
+            &shown,
+            &source,
+            rules,
+            LintOptions {
+                prefilter: true,
+                ..Default::default()
+            },
+        );
+        let off = lint_bytes_with(
+            &shown,
+            &source,
+            rules,
+            LintOptions {
+                prefilter: false,
+                ..Default::default()
+            },
+        );
         if on.findings != off.findings {
             return Err(Box::new(Mismatch(format!(
                 "{shown}: the prefilter of {} drops findings: {} without it, {} with it",

@@ -9,6 +9,10 @@ use tree_sitter::{Node, Tree};
 use super::names::{self, QualName};
 use super::*;
 
+static IDENTIFIER: std::sync::LazyLock<u16> = std::sync::LazyLock::new(|| {
+    tree_sitter::Language::from(tree_sitter_python::LANGUAGE).id_for_node_kind("identifier", true)
+});
+
 /// A context entered at a node and left when the walk leaves that node.
 struct Frame {
     node_id: usize,
@@ -112,7 +116,7 @@ impl<'a> Builder<'a> {
         'outer: loop {
             let node = cursor.node();
             self.enter(node);
-            if cursor.goto_first_child() {
+            if !self.opaque(node) && cursor.goto_first_child() {
                 continue;
             }
             loop {
@@ -124,6 +128,22 @@ impl<'a> Builder<'a> {
                     break 'outer;
                 }
             }
+        }
+    }
+
+    /// Subtrees that hold no fact: imports (read whole where they are entered) and plain
+    /// strings. An f-string's interpolations are code, and a subtree with a syntax error
+    /// is entered so the error's position is found.
+    fn opaque(&self, node: Node<'a>) -> bool {
+        match node.kind() {
+            "import_statement" | "import_from_statement" => !node.has_error(),
+            "string" => {
+                !node.has_error()
+                    && !node
+                        .child(0)
+                        .is_some_and(|start| self.text(start).bytes().any(|c| c | 0x20 == b'f'))
+            }
+            _ => false,
         }
     }
 
@@ -189,6 +209,11 @@ impl<'a> Builder<'a> {
         if self.m.first_syntax_error.is_none() && (node.is_error() || node.is_missing()) {
             self.m.first_syntax_error = Some(node.start_byte());
         }
+        // Punctuation, keywords and plain names are most of the nodes and never start a
+        // fact: skip the kind dispatch for them.
+        if !node.is_named() || node.kind_id() == *IDENTIFIER {
+            return;
+        }
         match node.kind() {
             "function_definition" => self.enter_function(node),
             "lambda" => self.enter_lambda(node),
@@ -196,8 +221,8 @@ impl<'a> Builder<'a> {
             "for_statement" => self.enter_loop(node, LoopKind::For),
             "while_statement" => self.enter_loop(node, LoopKind::While),
             "for_in_clause" => {
-                if let Some(left) = node.child_by_field_name("left") {
-                    let value = node.child_by_field_name("right");
+                if let Some(left) = node.field("left") {
+                    let value = node.field("right");
                     self.bind_target(left, value, BindingKind::ForTarget, left.end_byte());
                 }
             }
@@ -205,10 +230,7 @@ impl<'a> Builder<'a> {
             "call" => self.enter_call(node),
             "assignment" => self.enter_assignment(node, AssignOp::Plain),
             "augmented_assignment" => {
-                let op = node
-                    .child_by_field_name("operator")
-                    .map(|o| self.text(o))
-                    .unwrap_or("");
+                let op = node.field("operator").map(|o| self.text(o)).unwrap_or("");
                 self.enter_assignment(node, AssignOp::Augmented(op));
             }
             "expression_statement" => self.enter_statement(node),
@@ -244,10 +266,7 @@ impl<'a> Builder<'a> {
     }
 
     fn enter_function(&mut self, node: Node<'a>) {
-        let name = node
-            .child_by_field_name("name")
-            .map(|n| self.text(n))
-            .unwrap_or("");
+        let name = node.field("name").map(|n| self.text(n)).unwrap_or("");
         let mut decorators = Vec::new();
         if let Some(p) = node.parent().filter(|p| p.kind() == "decorated_definition") {
             let mut c = p.walk();
@@ -260,7 +279,7 @@ impl<'a> Builder<'a> {
             }
         }
         let mut params = Vec::new();
-        if let Some(ps) = node.child_by_field_name("parameters") {
+        if let Some(ps) = node.field("parameters") {
             let mut c = ps.walk();
             for p in ps.named_children(&mut c) {
                 if let Some(id) = param_name(p) {
@@ -320,7 +339,7 @@ impl<'a> Builder<'a> {
 
     fn enter_lambda(&mut self, node: Node<'a>) {
         let mut params = Vec::new();
-        if let Some(ps) = node.child_by_field_name("parameters") {
+        if let Some(ps) = node.field("parameters") {
             let mut c = ps.walk();
             for p in ps.named_children(&mut c) {
                 if let Some(id) = param_name(p) {
@@ -350,24 +369,21 @@ impl<'a> Builder<'a> {
                 node.start_byte(),
             );
         }
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = node.field("body") {
             let site = self.site();
             self.m.scopes[id as usize].returns.push((body, site));
         }
     }
 
     fn enter_class(&mut self, node: Node<'a>) {
-        let name = node
-            .child_by_field_name("name")
-            .map(|n| self.text(n))
-            .unwrap_or("");
+        let name = node.field("name").map(|n| self.text(n)).unwrap_or("");
         let mut bases = Vec::new();
-        if let Some(sup) = node.child_by_field_name("superclasses") {
+        if let Some(sup) = node.field("superclasses") {
             let mut c = sup.walk();
             for b in sup.named_children(&mut c) {
                 if matches!(b.kind(), "identifier" | "attribute" | "subscript" | "call") {
                     bases.push(if b.kind() == "subscript" {
-                        b.child_by_field_name("value").unwrap_or(b)
+                        b.field("value").unwrap_or(b)
                     } else {
                         b
                     });
@@ -399,11 +415,11 @@ impl<'a> Builder<'a> {
     }
 
     fn enter_loop(&mut self, node: Node<'a>, kind: LoopKind) {
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = node.field("body") else {
             return;
         };
         let id = self.m.loops.len() as LoopId;
-        let iter = node.child_by_field_name("right");
+        let iter = node.field("right");
         self.m.loops.push(Loop {
             kind,
             node,
@@ -417,7 +433,7 @@ impl<'a> Builder<'a> {
             kind: FrameKind::Loop(id),
         });
         if kind == LoopKind::For {
-            if let Some(left) = node.child_by_field_name("left") {
+            if let Some(left) = node.field("left") {
                 // The target is rebound at the top of every iteration.
                 let saved = self.loop_;
                 self.loop_ = Some(id);
@@ -428,7 +444,7 @@ impl<'a> Builder<'a> {
     }
 
     fn enter_with(&mut self, node: Node<'a>) {
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = node.field("body") else {
             return;
         };
         let mut c = node.walk();
@@ -439,12 +455,12 @@ impl<'a> Builder<'a> {
             }
             let mut c2 = clause.walk();
             for item in clause.named_children(&mut c2) {
-                let Some(mut value) = item.child_by_field_name("value") else {
+                let Some(mut value) = item.field("value") else {
                     continue;
                 };
                 if value.kind() == "as_pattern" {
                     let expr = value.named_child(0);
-                    if let (Some(expr), Some(alias)) = (expr, value.child_by_field_name("alias")) {
+                    if let (Some(expr), Some(alias)) = (expr, value.field("alias")) {
                         let target = alias.named_child(0).unwrap_or(alias);
                         self.bind_target(target, Some(expr), BindingKind::WithAs, alias.end_byte());
                         value = expr;
@@ -466,7 +482,7 @@ impl<'a> Builder<'a> {
     /// The grad mode a context manager or decorator establishes, if it is one of torch's.
     fn grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
         let (callee, call) = if expr.kind() == "call" {
-            (expr.child_by_field_name("function")?, Some(expr))
+            (expr.field("function")?, Some(expr))
         } else {
             (expr, None)
         };
@@ -510,7 +526,7 @@ impl<'a> Builder<'a> {
         if expr.kind() != "call" {
             return;
         }
-        let Some(callee) = expr.child_by_field_name("function") else {
+        let Some(callee) = expr.field("function") else {
             return;
         };
         let is_set = self
@@ -526,14 +542,14 @@ impl<'a> Builder<'a> {
     }
 
     fn enter_call(&mut self, node: Node<'a>) {
-        let Some(function) = node.child_by_field_name("function") else {
+        let Some(function) = node.field("function") else {
             return;
         };
         let idx = self.m.calls.len() as u32;
         self.m.calls.push(Call {
             node,
             function,
-            arguments: node.child_by_field_name("arguments"),
+            arguments: node.field("arguments"),
             site: self.site(),
         });
         if let Some(loss) = self.backward_loss(node, function) {
@@ -548,8 +564,8 @@ impl<'a> Builder<'a> {
         if function.kind() != "attribute" {
             return None;
         }
-        let method = self.text(function.child_by_field_name("attribute")?);
-        let recv = function.child_by_field_name("object")?;
+        let method = self.text(function.field("attribute")?);
+        let recv = function.field("object")?;
         let first_arg = || self.m.positional_args(call).next();
         match method {
             "manual_backward" => first_arg(),
@@ -566,10 +582,9 @@ impl<'a> Builder<'a> {
                 let recv = unwrap_parens(recv);
                 // `scaler.scale(loss).backward()`
                 if recv.kind() == "call" {
-                    if let Some(f) = recv.child_by_field_name("function") {
+                    if let Some(f) = recv.field("function") {
                         if f.kind() == "attribute"
-                            && f.child_by_field_name("attribute").map(|a| self.text(a))
-                                == Some("scale")
+                            && f.field("attribute").map(|a| self.text(a)) == Some("scale")
                         {
                             return self.m.positional_args(recv).next();
                         }
@@ -582,15 +597,12 @@ impl<'a> Builder<'a> {
     }
 
     fn enter_assignment(&mut self, node: Node<'a>, op: AssignOp<'a>) {
-        let (Some(target), Some(mut value)) = (
-            node.child_by_field_name("left"),
-            node.child_by_field_name("right"),
-        ) else {
+        let (Some(target), Some(mut value)) = (node.field("left"), node.field("right")) else {
             return;
         };
         // `a = b = v`: every target gets the innermost value.
         while value.kind() == "assignment" {
-            match value.child_by_field_name("right") {
+            match value.field("right") {
                 Some(v) => value = v,
                 None => break,
             }
@@ -690,16 +702,13 @@ impl<'a> Builder<'a> {
 
     fn enter_import(&mut self, node: Node<'a>) {
         let module = node
-            .child_by_field_name("module_name")
+            .field("module_name")
             .filter(|m| m.kind() == "dotted_name");
         let mut c = node.walk();
         let names: Vec<Node<'a>> = node.children_by_field_name("name", &mut c).collect();
         for n in names {
             let (dotted, alias) = match n.kind() {
-                "aliased_import" => (
-                    n.child_by_field_name("name"),
-                    n.child_by_field_name("alias").map(|a| self.text(a)),
-                ),
+                "aliased_import" => (n.field("name"), n.field("alias").map(|a| self.text(a))),
                 _ => (Some(n), None),
             };
             let Some(dotted) = dotted else { continue };
@@ -851,7 +860,7 @@ fn param_name(p: Node<'_>) -> Option<Node<'_>> {
     match p.kind() {
         "identifier" => Some(p),
         "typed_parameter" => p.named_child(0).filter(|n| n.kind() == "identifier"),
-        "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
+        "default_parameter" | "typed_default_parameter" => p.field("name"),
         "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
         _ => None,
     }

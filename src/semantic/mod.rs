@@ -337,13 +337,13 @@ impl<'a> SemanticModel<'a> {
         loop {
             match cur.kind() {
                 "attribute" => {
-                    let attr = cur.child_by_field_name("attribute")?;
+                    let attr = cur.field("attribute")?;
                     if n == rev.len() {
                         return None;
                     }
                     rev[n] = self.text(attr);
                     n += 1;
-                    cur = cur.child_by_field_name("object")?;
+                    cur = cur.field("object")?;
                 }
                 "identifier" => {
                     if n == rev.len() {
@@ -524,7 +524,7 @@ impl<'a> SemanticModel<'a> {
         }
         let header = match lp.kind {
             LoopKind::For => lp.iter,
-            LoopKind::While => lp.node.child_by_field_name("condition"),
+            LoopKind::While => lp.node.field("condition"),
         };
         if header.is_some_and(|h| self.mentions_data(h)) {
             return true;
@@ -674,8 +674,8 @@ impl<'a> SemanticModel<'a> {
         match expr.kind() {
             "identifier" => Some(NameKey::Local(scope, self.text(expr))),
             "attribute" => {
-                let obj = expr.child_by_field_name("object")?;
-                let attr = expr.child_by_field_name("attribute")?;
+                let obj = expr.field("object")?;
+                let attr = expr.field("attribute")?;
                 let f = self.function_of(scope)?;
                 let fs = self.scope(f);
                 if obj.kind() == "identifier" && fs.self_param() == Some(self.text(obj)) {
@@ -761,14 +761,14 @@ impl<'a> SemanticModel<'a> {
         if call.function.kind() != "attribute" {
             return None;
         }
-        let recv = call.function.child_by_field_name("object")?;
-        let m = call.function.child_by_field_name("attribute")?;
+        let recv = call.function.field("object")?;
+        let m = call.function.field("attribute")?;
         Some((recv, self.text(m)))
     }
 
     /// The positional arguments of a call.
     pub fn positional_args<'t>(&self, call: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-        let args = call.child_by_field_name("arguments");
+        let args = call.field("arguments");
         let mut cursor = args.map(|a| a.walk());
         let children: Vec<Node<'t>> = match (args, cursor.as_mut()) {
             (Some(a), Some(c)) => a
@@ -787,13 +787,36 @@ impl<'a> SemanticModel<'a> {
 
     /// A keyword argument's value.
     pub fn keyword_arg<'t>(&self, call: Node<'t>, name: &str) -> Option<Node<'t>> {
-        let args = call.child_by_field_name("arguments")?;
+        let args = call.field("arguments")?;
         let mut c = args.walk();
         let found = args.named_children(&mut c).find(|n| {
-            n.kind() == "keyword_argument"
-                && n.child_by_field_name("name").map(|k| self.text(k)) == Some(name)
+            n.kind() == "keyword_argument" && n.field("name").map(|k| self.text(k)) == Some(name)
         });
-        found.and_then(|n| n.child_by_field_name("value"))
+        found.and_then(|n| n.field("value"))
+    }
+}
+
+/// Field access by name without tree-sitter's string search over every field name on
+/// each call: the ids are looked up once per process.
+pub trait NodeExt<'t> {
+    fn field(&self, name: &'static str) -> Option<Node<'t>>;
+}
+
+static FIELD_IDS: std::sync::LazyLock<FxHashMap<&'static str, u16>> =
+    std::sync::LazyLock::new(|| {
+        // Leaked once so the field names (static in the grammar) can be keys.
+        let lang: &'static tree_sitter::Language =
+            Box::leak(Box::new(tree_sitter_python::LANGUAGE.into()));
+        (1..=lang.field_count() as u16)
+            .filter_map(|id| lang.field_name_for_id(id).map(|n| (n, id)))
+            .collect()
+    });
+
+impl<'t> NodeExt<'t> for Node<'t> {
+    #[inline]
+    fn field(&self, name: &'static str) -> Option<Node<'t>> {
+        let id = *FIELD_IDS.get(name)?;
+        self.child_by_field_id(id)
     }
 }
 

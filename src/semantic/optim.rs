@@ -57,9 +57,8 @@ impl<'a> SemanticModel<'a> {
     /// `p.grad = None` (or `= torch.zeros_like(...)`).
     pub fn grad_reset_assignment(&self, a: &Assignment<'a>) -> Option<GradReset<'a>> {
         let t = unwrap_parens(a.target);
-        (t.kind() == "attribute"
-            && t.child_by_field_name("attribute").map(|x| self.text(x)) == Some("grad"))
-        .then_some(GradReset::All)
+        (t.kind() == "attribute" && t.field("attribute").map(|x| self.text(x)) == Some("grad"))
+            .then_some(GradReset::All)
     }
 
     fn mentions_grad(&self, mut n: Node<'_>) -> bool {
@@ -67,10 +66,10 @@ impl<'a> SemanticModel<'a> {
             if n.kind() != "attribute" {
                 return false;
             }
-            if n.child_by_field_name("attribute").map(|x| self.text(x)) == Some("grad") {
+            if n.field("attribute").map(|x| self.text(x)) == Some("grad") {
                 return true;
             }
-            match n.child_by_field_name("object") {
+            match n.field("object") {
                 Some(o) => n = o,
                 None => return false,
             }
@@ -107,7 +106,7 @@ impl<'a> SemanticModel<'a> {
         self.assignments.iter().any(|a| {
             self.function_of(a.site.scope) == f
                 && unwrap_parens(a.target)
-                    .child_by_field_name("attribute")
+                    .field("attribute")
                     .is_some_and(|x| self.text(x) == "requires_grad")
                 && self.text(a.value) == "True"
         })

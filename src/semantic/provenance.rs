@@ -94,8 +94,8 @@ impl<'a> SemanticModel<'a> {
                 None
             }
             "attribute" => {
-                let recv = unwrap_parens(f.child_by_field_name("object")?);
-                let method = self.text(f.child_by_field_name("attribute")?);
+                let recv = unwrap_parens(f.field("object")?);
+                let method = self.text(f.field("attribute")?);
                 let class = if recv.kind() == "identifier"
                     && self
                         .function_of(c.site.scope)
@@ -104,7 +104,7 @@ impl<'a> SemanticModel<'a> {
                 {
                     self.class_of(c.site.scope)?
                 } else if recv.kind() == "call"
-                    && recv.child_by_field_name("function").map(|n| self.text(n)) == Some("super")
+                    && recv.field("function").map(|n| self.text(n)) == Some("super")
                 {
                     let class = self.class_of(c.site.scope)?;
                     return self.scope(class).bases.iter().find_map(|b| {
@@ -143,7 +143,7 @@ impl<'a> SemanticModel<'a> {
         if v.kind() != "call" || self.bindings[b as usize].index.is_some() {
             return None;
         }
-        let f = v.child_by_field_name("function")?;
+        let f = v.field("function")?;
         (f.kind() == "identifier")
             .then(|| self.classes.get(self.text(f)).copied())
             .flatten()
@@ -163,12 +163,12 @@ impl<'a> SemanticModel<'a> {
             "attribute" => self.eval_attribute(node, site, d),
             "call" => self.eval_call(node, site, d),
             "subscript" => {
-                let Some(v) = node.child_by_field_name("value") else {
+                let Some(v) = node.field("value") else {
                     return Value::Unknown;
                 };
                 match self.eval(v, site, d) {
                     Value::Graph(o) => {
-                        let key = node.child_by_field_name("subscript").map(|s| self.text(s));
+                        let key = node.field("subscript").map(|s| self.text(s));
                         if matches!(key, Some("\"loss\"") | Some("'loss'")) {
                             Value::Graph(Origin::Loss)
                         } else {
@@ -181,14 +181,14 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             "binary_operator" => {
-                let l = node.child_by_field_name("left");
-                let r = node.child_by_field_name("right");
+                let l = node.field("left");
+                let r = node.field("right");
                 let lv = l.map_or(Value::Unknown, |n| self.eval(n, site, d));
                 let rv = r.map_or(Value::Unknown, |n| self.eval(n, site, d));
                 join_arith(lv, rv)
             }
             "unary_operator" => node
-                .child_by_field_name("argument")
+                .field("argument")
                 .map_or(Value::Unknown, |n| self.eval(n, site, d)),
             "comparison_operator" | "not_operator" => Value::Detached,
             "integer" | "float" | "string" | "concatenated_string" | "true" | "false" | "none" => {
@@ -203,7 +203,7 @@ impl<'a> SemanticModel<'a> {
                 let mut c = node.walk();
                 let items: Vec<Node<'_>> = node
                     .named_children(&mut c)
-                    .filter_map(|p| p.child_by_field_name("value"))
+                    .filter_map(|p| p.field("value"))
                     .collect();
                 join_all(items.into_iter().map(|n| self.eval(n, site, d)))
             }
@@ -331,14 +331,11 @@ impl<'a> SemanticModel<'a> {
                 item.map_or(Value::Unknown, |n| self.eval(n, site, d))
             }
             "call" => {
-                let Some(func) = val.child_by_field_name("function") else {
+                let Some(func) = val.field("function") else {
                     return Value::Unknown;
                 };
                 if func.kind() == "attribute" {
-                    let m = func
-                        .child_by_field_name("attribute")
-                        .map(|a| self.text(a))
-                        .unwrap_or("");
+                    let m = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
                     // `model, opt = accelerator.prepare(model, opt)`, `fabric.setup(...)`
                     if matches!(m, "prepare" | "setup") && self.positional_args(val).count() > 1 {
                         return self
@@ -347,7 +344,7 @@ impl<'a> SemanticModel<'a> {
                             .map_or(Value::Unknown, |a| self.eval(a, site, d));
                     }
                     if names::is_values_indices_method(m) {
-                        let recv = func.child_by_field_name("object");
+                        let recv = func.field("object");
                         let rv = recv.map_or(Value::Unknown, |r| self.eval(r, site, d));
                         return match (rv, i) {
                             (Value::Graph(o), 0) => Value::Graph(o),
@@ -445,10 +442,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn eval_attribute(&self, node: Node<'_>, site: Site, d: u32) -> Value {
-        let (Some(obj), Some(attr)) = (
-            node.child_by_field_name("object"),
-            node.child_by_field_name("attribute"),
-        ) else {
+        let (Some(obj), Some(attr)) = (node.field("object"), node.field("attribute")) else {
             return Value::Unknown;
         };
         let attr = self.text(attr);
@@ -486,7 +480,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn eval_call(&self, node: Node<'_>, site: Site, d: u32) -> Value {
-        let Some(func) = node.child_by_field_name("function") else {
+        let Some(func) = node.field("function") else {
             return Value::Unknown;
         };
         // torch API first: losses, modules, optimizers, functions of tensors.
@@ -506,10 +500,7 @@ impl<'a> SemanticModel<'a> {
             }
         }
         if func.kind() == "attribute" {
-            let method = func
-                .child_by_field_name("attribute")
-                .map(|a| self.text(a))
-                .unwrap_or("");
+            let method = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
             if names::is_detaching_method(method) {
                 return Value::Detached;
             }
@@ -575,10 +566,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn eval_method_call(&self, node: Node<'_>, func: Node<'_>, site: Site, d: u32) -> Value {
-        let (Some(recv), Some(m)) = (
-            func.child_by_field_name("object"),
-            func.child_by_field_name("attribute"),
-        ) else {
+        let (Some(recv), Some(m)) = (func.field("object"), func.field("attribute")) else {
             return Value::Unknown;
         };
         let method = self.text(m);
@@ -675,7 +663,7 @@ impl<'a> SemanticModel<'a> {
 
     /// A graph if any argument carries one; detached if all are detached.
     fn join_args(&self, call: Node<'_>, site: Site, d: u32) -> Value {
-        let Some(args) = call.child_by_field_name("arguments") else {
+        let Some(args) = call.field("arguments") else {
             return Value::Unknown;
         };
         let mut c = args.walk();
@@ -684,7 +672,7 @@ impl<'a> SemanticModel<'a> {
             .filter(|n| n.kind() != "comment")
             .map(|n| {
                 if n.kind() == "keyword_argument" {
-                    n.child_by_field_name("value").unwrap_or(n)
+                    n.field("value").unwrap_or(n)
                 } else {
                     n
                 }

@@ -180,7 +180,7 @@ impl<'a> SemanticModel<'a> {
                 Arg::Unknown
             }
             "call" => {
-                let f = a.child_by_field_name("function");
+                let f = a.field("function");
                 let is_device = f
                     .and_then(|f| self.qualified(f))
                     .is_some_and(|q| q.is_torch() && q.last() == Some("device"));
@@ -397,15 +397,15 @@ impl<'a> SemanticModel<'a> {
         if owner.kind() != "if_statement" || !self.dominates(owner, target) {
             return None;
         }
-        let mut arms = vec![owner.child_by_field_name("consequence")?];
+        let mut arms = vec![owner.field("consequence")?];
         let mut has_else = false;
         let mut c = owner.walk();
         for ch in owner.named_children(&mut c) {
             match ch.kind() {
-                "elif_clause" => arms.push(ch.child_by_field_name("consequence")?),
+                "elif_clause" => arms.push(ch.field("consequence")?),
                 "else_clause" => {
                     has_else = true;
-                    arms.push(ch.child_by_field_name("body")?);
+                    arms.push(ch.field("body")?);
                 }
                 _ => {}
             }
@@ -426,19 +426,19 @@ impl<'a> SemanticModel<'a> {
         let mut chain: Vec<Node<'a>> = Vec::new();
         let mut base = unwrap_parens(v);
         while base.kind() == "call" {
-            let Some(f) = base.child_by_field_name("function") else {
+            let Some(f) = base.field("function") else {
                 break;
             };
             if f.kind() != "attribute" {
                 break;
             }
-            let m = f.child_by_field_name("attribute").map(|a| self.text(a));
+            let m = f.field("attribute").map(|a| self.text(a));
             if matches!(
                 m,
                 Some("to" | "half" | "bfloat16" | "float" | "double" | "cuda" | "cpu")
             ) {
                 chain.push(base);
-                base = unwrap_parens(f.child_by_field_name("object").expect("attribute"));
+                base = unwrap_parens(f.field("object").expect("attribute"));
             } else {
                 break;
             }
@@ -464,11 +464,11 @@ impl<'a> SemanticModel<'a> {
         if base.kind() != "call" {
             return st;
         }
-        let Some(f) = base.child_by_field_name("function") else {
+        let Some(f) = base.field("function") else {
             return st;
         };
         let method = if f.kind() == "attribute" {
-            f.child_by_field_name("attribute").map(|a| self.text(a))
+            f.field("attribute").map(|a| self.text(a))
         } else {
             None
         };
@@ -654,7 +654,7 @@ impl<'a> SemanticModel<'a> {
     pub fn is_load_argument(&self, node: Node<'_>) -> bool {
         node.parent().is_some_and(|p| {
             p.kind() == "keyword_argument"
-                && p.child_by_field_name("name")
+                && p.field("name")
                     .is_some_and(|n| matches!(self.text(n), "torch_dtype" | "dtype" | "device_map"))
         })
     }
@@ -669,10 +669,10 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let stmt = c.node.parent().filter(|p| p.kind() == "assignment")?;
-        if stmt.child_by_field_name("right")?.id() != c.node.id() {
+        if stmt.field("right")?.id() != c.node.id() {
             return None;
         }
-        let target = stmt.child_by_field_name("left")?;
+        let target = stmt.field("left")?;
         let name = self.text(recv);
         if target.kind() != "identifier" || self.text(target) == name {
             return None;
@@ -711,7 +711,7 @@ impl<'a> SemanticModel<'a> {
                 // Reading `w.shape` or `w.dtype` needs no data; only real uses count.
                 let metadata = n.parent().is_some_and(|p| {
                     p.kind() == "attribute"
-                        && p.child_by_field_name("attribute").is_some_and(|a| {
+                        && p.field("attribute").is_some_and(|a| {
                             matches!(
                                 self.text(a),
                                 "shape"
@@ -743,9 +743,8 @@ impl<'a> SemanticModel<'a> {
         }
         let first = first?;
         let p = first.parent()?;
-        let rebound = p.kind() == "assignment"
-            && p.child_by_field_name("left")
-                .is_some_and(|l| l.id() == first.id());
+        let rebound =
+            p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == first.id());
         let deleted = p.kind() == "delete_statement"
             || p.kind() == "expression_list"
                 && p.parent().is_some_and(|g| g.kind() == "delete_statement");
