@@ -278,15 +278,7 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        let mut params = Vec::new();
-        if let Some(ps) = node.field("parameters") {
-            let mut c = ps.walk();
-            for p in ps.named_children(&mut c) {
-                if let Some(id) = param_name(p) {
-                    params.push(self.text(id));
-                }
-            }
-        }
+        let params = self.params_of(node);
         let parent = self.scope;
         let class = (self.m.scope(parent).kind == ScopeKind::Class).then_some(parent);
         // The name is bound in the enclosing scope.
@@ -324,22 +316,12 @@ impl<'a> Builder<'a> {
         if let Some(g) = grad {
             self.push(node.id(), FrameKind::Grad(g));
         }
-        let params: Vec<&'a str> = self.m.scope(id).params.clone();
-        for p in params {
-            self.add_binding(
-                NameKey::Local(id, p),
-                BindingKind::Parameter,
-                p,
-                None,
-                None,
-                node.start_byte(),
-            );
-        }
+        self.bind_params(id, node);
     }
 
-    fn enter_lambda(&mut self, node: Node<'a>) {
+    fn params_of(&self, def: Node<'a>) -> Vec<&'a str> {
         let mut params = Vec::new();
-        if let Some(ps) = node.field("parameters") {
+        if let Some(ps) = def.field("parameters") {
             let mut c = ps.walk();
             for p in ps.named_children(&mut c) {
                 if let Some(id) = param_name(p) {
@@ -347,6 +329,26 @@ impl<'a> Builder<'a> {
                 }
             }
         }
+        params
+    }
+
+    /// Binds a function's (or lambda's) parameters in its scope.
+    fn bind_params(&mut self, scope: ScopeId, def: Node<'a>) {
+        for i in 0..self.m.scope(scope).params.len() {
+            let p = self.m.scope(scope).params[i];
+            self.add_binding(
+                NameKey::Local(scope, p),
+                BindingKind::Parameter,
+                p,
+                None,
+                None,
+                def.start_byte(),
+            );
+        }
+    }
+
+    fn enter_lambda(&mut self, node: Node<'a>) {
+        let params = self.params_of(node);
         let id = self.new_scope(Scope {
             kind: ScopeKind::Lambda,
             name: "<lambda>",
@@ -355,20 +357,11 @@ impl<'a> Builder<'a> {
             decorators: Vec::new(),
             bases: Vec::new(),
             class: None,
-            params: params.clone(),
+            params,
             returns: Vec::new(),
         });
         self.push(node.id(), FrameKind::Scope(id));
-        for p in params {
-            self.add_binding(
-                NameKey::Local(id, p),
-                BindingKind::Parameter,
-                p,
-                None,
-                None,
-                node.start_byte(),
-            );
-        }
+        self.bind_params(id, node);
         if let Some(body) = node.field("body") {
             let site = self.site();
             self.m.scopes[id as usize].returns.push((body, site));
