@@ -663,11 +663,15 @@ impl<'a> SemanticModel<'a> {
     /// `w` in the same function (both copies are alive until then), if there is one.
     pub fn copy_keeps_original(&self, call: u32) -> Option<Node<'a>> {
         let c = &self.calls[call as usize];
-        let (recv, _) = self.method_call(c)?;
+        let (recv, method) = self.method_call(c)?;
         let recv = unwrap_parens(recv);
         if recv.kind() != "identifier" {
             return None;
         }
+        // `.float()` and `.double()` are everyday method names (sympy's `Point.double()`);
+        // they count only on what is known to be a tensor. `.half()`, `.bfloat16()` and
+        // `.to(torch.float16)` say tensor themselves.
+        let generic = matches!(method, "float" | "double");
         let stmt = c.node.parent().filter(|p| p.kind() == "assignment")?;
         if stmt.field("right")?.id() != c.node.id() {
             return None;
@@ -692,7 +696,11 @@ impl<'a> SemanticModel<'a> {
         {
             return None;
         }
-        if matches!(self.value(recv, c.site), Value::Module) {
+        let value = self.value(recv, c.site);
+        if value == Value::Module {
+            return None;
+        }
+        if generic && !matches!(value, Value::Graph(_)) && !self.is_torch_call(b.value) {
             return None;
         }
         let body = match self.function_of(c.site.scope) {
@@ -749,6 +757,18 @@ impl<'a> SemanticModel<'a> {
             || p.kind() == "expression_list"
                 && p.parent().is_some_and(|g| g.kind() == "delete_statement");
         (!rebound && !deleted).then_some(first)
+    }
+
+    /// `torch.load(...)`, `torch.randn(...)`, `F.linear(...)`: a call into torch, which
+    /// returns tensors.
+    fn is_torch_call(&self, v: Option<Node<'_>>) -> bool {
+        let Some(v) = v.map(unwrap_parens) else {
+            return false;
+        };
+        v.kind() == "call"
+            && v.field("function")
+                .and_then(|f| self.qualified(f))
+                .is_some_and(|q| q.is_torch())
     }
 
     /// The loop in which a model is moved on every iteration, if the model outlives the
