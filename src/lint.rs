@@ -118,11 +118,15 @@ pub fn io_reason(e: &std::io::Error) -> String {
         std::io::ErrorKind::IsADirectory => "is a directory".to_owned(),
         _ => {
             let s = e.to_string();
-            // Drop " (os error N)": the reason reads better without it.
-            match s.find(" (os error") {
-                Some(i) => s[..i].to_owned(),
-                None => s,
-            }
+            // Drop " (os error N)", and start in lower case like the reasons above.
+            let s = match s.find(" (os error") {
+                Some(i) => &s[..i],
+                None => &s,
+            };
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_lowercase().chain(c).collect())
+                .unwrap_or_default()
         }
     }
 }

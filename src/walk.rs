@@ -145,10 +145,24 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
             })
         });
     }
-    let mut files = files.into_inner().expect("lock");
-    // `pkg/` and `.` both reach `./pkg/m.py`: the shown path is the identity.
-    files.sort_by(|a, b| a.display.cmp(&b.display));
-    files.dedup_by(|a, b| a.display == b.display);
+    let files = files.into_inner().expect("lock");
+    // `pkg/` and `.` both reach `./pkg/m.py`, and a file may be named many times, or
+    // both as `m.py` and as `/abs/m.py`: lint it once, under its shortest relative name. The identity is the path itself, not the shown one: two names that differ
+    // only in bytes that are not UTF-8 are shown alike but are two files.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let identity = |p: &Path| -> PathBuf {
+        cwd.join(p)
+            .components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect()
+    };
+    let mut keyed: Vec<(PathBuf, FileEntry)> =
+        files.into_iter().map(|f| (identity(&f.path), f)).collect();
+    let rank = |f: &FileEntry| (f.path.is_absolute(), f.display.len(), f.display.clone());
+    keyed.sort_by(|a, b| (&a.0, rank(&a.1)).cmp(&(&b.0, rank(&b.1))));
+    keyed.dedup_by(|a, b| a.0 == b.0);
+    let mut files: Vec<FileEntry> = keyed.into_iter().map(|(_, f)| f).collect();
+    files.sort_by(|a, b| a.display.cmp(&b.display).then_with(|| a.path.cmp(&b.path)));
     let mut errors = errors.into_inner().expect("lock");
     errors.sort_by_key(|e| e.to_string());
     (files, errors)
