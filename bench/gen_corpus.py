@@ -28,7 +28,7 @@ import textwrap
 from pathlib import Path
 
 # Bump when the templates change: the benchmark regenerates a corpus whose stamp differs.
-GENERATOR_VERSION = 5
+GENERATOR_VERSION = 6
 DEFAULT_SEED = 20240611
 MIN_LINES = 100
 MAX_LINES = 3000
@@ -503,51 +503,51 @@ FN = ("import torch", "import torch.nn.functional as F")
 
 
 def t_average_meter(c: Ctx) -> str:
-    name = c.cls(["Meter"], ["average", "running", "smoothed", "value"])
+    name = c.cls(["Mean", "Meter", "Tally"], ["running", "smoothed", "window", "scalar"])
     return T('''
         class $name:
         $doc
-            def __init__(self, name, fmt=":.4f"):
-                self.name = name
-                self.fmt = fmt
-                self.reset()
+            def __init__(self, label, precision=4):
+                self.label = label
+                self.precision = precision
+                self.last = 0.0
+                self.total = 0.0
+                self.weight = 0
 
-            def reset(self):
-                self.val = 0.0
-                self.avg = 0.0
-                self.sum = 0.0
-                self.count = 0
+            def add(self, value, weight=1):
+                self.last = float(value)
+                self.total += self.last * weight
+                self.weight += weight
 
-            def update(self, val, n=1):
-                self.val = val
-                self.sum += val * n
-                self.count += n
-                self.avg = self.sum / max(1, self.count)
+            @property
+            def mean(self):
+                if not self.weight:
+                    return 0.0
+                return self.total / self.weight
 
-            def __str__(self):
-                fmtstr = "{name} {val" + self.fmt + "} ({avg" + self.fmt + "})"
-                return fmtstr.format(**self.__dict__)
+            def clear(self):
+                self.last, self.total, self.weight = 0.0, 0.0, 0
+
+            def __repr__(self):
+                p = self.precision
+                return f"{self.label}={self.last:.{p}f} (mean {self.mean:.{p}f} over {self.weight})"
     ''', name=name, doc=c.doc(4))
 
 
 def t_accuracy(c: Ctx) -> str:
     c.need(*TORCH)
-    name = c.unique(c.choice(["accuracy", "topk_accuracy", "compute_accuracy"]))
+    name = c.unique(c.choice(["hit_rates", "topk_hits", "ranked_accuracy"]))
     return T('''
-        def $name(output, target, topk=(1,)):
+        def $name(logits, labels, ks=(1, $k)):
         $doc
             with torch.no_grad():
-                maxk = max(topk)
-                batch_size = target.size(0)
-                _, pred = output.topk(maxk, 1, True, True)
-                pred = pred.t()
-                correct = pred.eq(target.view(1, -1).expand_as(pred))
-                res = []
-                for k in topk:
-                    correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
-                    res.append(correct_k.mul_(100.0 / batch_size).item())
-                return res
-    ''', name=name, doc=c.doc(4))
+                ranked = logits.topk(max(ks), dim=-1).indices
+                hits = ranked.eq(labels.unsqueeze(-1))
+                rates = {}
+                for k in ks:
+                    rates[f"top{k}"] = hits[..., :k].any(dim=-1).float().mean().item()
+                return rates
+    ''', name=name, k=c.choice([3, 5, 10]), doc=c.doc(4))
 
 
 def t_count_params(c: Ctx) -> str:
@@ -582,28 +582,31 @@ def t_set_seed(c: Ctx) -> str:
 
 
 def t_checkpoint(c: Ctx) -> str:
-    c.need(*TORCH, "import os", "import shutil")
-    save = c.unique(c.choice(["save_checkpoint", "save_state", "write_checkpoint"]))
-    load = c.unique(c.choice(["load_checkpoint", "restore_checkpoint", "resume_from"]))
+    c.need(*TORCH, "import os")
+    save = c.unique(c.choice(["save_snapshot", "store_state", "write_snapshot"]))
+    load = c.unique(c.choice(["load_snapshot", "restore_state", "resume_state"]))
     return T('''
-        def $save(state, directory, is_best=False, filename="checkpoint.pt"):
+        def $save(folder, step, **objects):
         $doc
-            os.makedirs(directory, exist_ok=True)
-            path = os.path.join(directory, filename)
-            torch.save(state, path)
-            if is_best:
-                shutil.copyfile(path, os.path.join(directory, "model_best.pt"))
-            return path
+            os.makedirs(folder, exist_ok=True)
+            payload = {"step": step}
+            for key, obj in objects.items():
+                payload[key] = obj.state_dict() if hasattr(obj, "state_dict") else obj
+            final = os.path.join(folder, f"step_{step:07d}.pt")
+            partial = final + ".partial"
+            torch.save(payload, partial)
+            os.replace(partial, final)
+            return final
 
 
-        def $load(path, model, optimizer=None, scheduler=None, map_location="cpu"):
-            checkpoint = torch.load(path, map_location=map_location)
-            model.load_state_dict(checkpoint["model"])
-            if optimizer is not None and "optimizer" in checkpoint:
-                optimizer.load_state_dict(checkpoint["optimizer"])
-            if scheduler is not None and "scheduler" in checkpoint:
-                scheduler.load_state_dict(checkpoint["scheduler"])
-            return checkpoint.get("epoch", 0), checkpoint.get("best_metric")
+        def $load(path, device="cpu", **objects):
+            payload = torch.load(path, map_location=device)
+            for key, obj in objects.items():
+                if key not in payload:
+                    continue
+                if hasattr(obj, "load_state_dict"):
+                    obj.load_state_dict(payload[key])
+            return payload.get("step", 0)
     ''', save=save, load=load, doc=c.doc(4))
 
 
@@ -755,26 +758,35 @@ def t_to_device(c: Ctx) -> str:
 
 def t_ema(c: Ctx) -> str:
     c.need(*TORCH, "import copy")
-    name = c.cls(["EMA", "Average"], ["model", "weight", "shadow"])
+    name = c.cls(["Shadow", "Averager", "Tracker"], ["weight", "param", "ema", "polyak"])
     return T('''
         class $name:
         $doc
-            def __init__(self, model, decay=$decay):
-                self.module = copy.deepcopy(model).eval()
+            def __init__(self, model, decay=$decay, warmup=$warmup):
+                self.shadow = copy.deepcopy(model)
+                self.shadow.requires_grad_(False)
                 self.decay = decay
-                for param in self.module.parameters():
-                    param.requires_grad_(False)
+                self.warmup = warmup
+                self.updates = 0
 
-            @torch.no_grad()
-            def update(self, model):
-                msd = model.state_dict()
-                for key, ema_v in self.module.state_dict().items():
-                    if ema_v.dtype.is_floating_point:
-                        ema_v.mul_(self.decay).add_(msd[key].detach(), alpha=1.0 - self.decay)
+            def current_decay(self):
+                ramp = (1 + self.updates) / (self.warmup + self.updates)
+                return min(self.decay, ramp)
+
+            def step(self, model):
+                self.updates += 1
+                keep = self.current_decay()
+                with torch.no_grad():
+                    pairs = zip(self.shadow.parameters(), model.parameters())
+                    for mine, theirs in pairs:
+                        mine.lerp_(theirs.detach(), 1.0 - keep)
+                    for mine, theirs in zip(self.shadow.buffers(), model.buffers()):
+                        mine.copy_(theirs)
 
             def state_dict(self):
-                return self.module.state_dict()
-    ''', name=name, decay=c.choice(["0.999", "0.9999", "0.995"]), doc=c.doc(4))
+                return {"shadow": self.shadow.state_dict(), "updates": self.updates}
+    ''', name=name, decay=c.choice(["0.999", "0.9999", "0.995"]), warmup=c.choice([10, 100, 2000]),
+             doc=c.doc(4))
 
 
 def t_synthetic_dataset(c: Ctx) -> str:
@@ -918,38 +930,45 @@ def m_attention(c: Ctx) -> str:
     c.need(*NN, "import torch.nn.functional as F", "import math")
     name = c.cls(["Attention", "SelfAttention", "MultiHeadAttention"], ["causal", "", "local", "cross"])
     sdpa = c.chance(0.5)
-    body_sdpa = '''        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0.0, is_causal=self.causal)'''
-    body_manual = '''        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    body_sdpa = '''        mixed = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.p_drop if self.training else 0.0, is_causal=self.causal
+        )'''
+    body_manual = '''        scores = torch.matmul(q, k.transpose(-1, -2)) / self.scale
         if self.causal:
-            att = att.masked_fill(self.mask[:, :, :t, :t] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        att = self.attn_drop(att)
-        y = att @ v'''
+            n = scores.size(-1)
+            future = self.future[:n, :n]
+            scores = scores.masked_fill(future, torch.finfo(scores.dtype).min)
+        weights = self.drop(scores.softmax(dim=-1))
+        mixed = torch.matmul(weights, v)'''
     return T('''
         class $name(nn.Module):
         $doc
             def __init__(self, dim, n_heads=$heads, max_len=$maxlen, dropout=$drop, causal=True):
                 super().__init__()
-                assert dim % n_heads == 0, "dim must be divisible by n_heads"
+                if dim % n_heads:
+                    raise ValueError(f"{dim} channels do not split into {n_heads} heads")
                 self.n_heads = n_heads
-                self.dropout = dropout
+                self.head_dim = dim // n_heads
+                self.scale = math.sqrt(self.head_dim)
+                self.p_drop = dropout
                 self.causal = causal
-                self.qkv = nn.Linear(dim, 3 * dim)
-                self.proj = nn.Linear(dim, dim)
-                self.attn_drop = nn.Dropout(dropout)
-                self.resid_drop = nn.Dropout(dropout)
-                mask = torch.tril(torch.ones(max_len, max_len)).view(1, 1, max_len, max_len)
-                self.register_buffer("mask", mask, persistent=False)
+                self.to_q = nn.Linear(dim, dim, bias=False)
+                self.to_kv = nn.Linear(dim, 2 * dim, bias=False)
+                self.out = nn.Linear(dim, dim)
+                self.drop = nn.Dropout(dropout)
+                future = torch.ones(max_len, max_len, dtype=torch.bool).triu(diagonal=1)
+                self.register_buffer("future", future, persistent=False)
 
-            def forward(self, x):
-                b, t, d = x.size()
-                q, k, v = self.qkv(x).split(d, dim=2)
-                q = q.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
-                k = k.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
-                v = v.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+            def _split(self, t):
+                return t.unflatten(-1, (self.n_heads, self.head_dim)).transpose(1, 2)
+
+            def forward(self, x, context=None):
+                source = x if context is None else context
+                q = self._split(self.to_q(x))
+                k, v = (self._split(t) for t in self.to_kv(source).chunk(2, dim=-1))
         $attn
-                y = y.transpose(1, 2).contiguous().view(b, t, d)
-                return self.resid_drop(self.proj(y))
+                mixed = mixed.transpose(1, 2).flatten(-2)
+                return self.drop(self.out(mixed))
     ''', name=name, heads=c.choice([4, 8, 12, 16]), maxlen=c.choice([256, 512, 1024, 2048]),
              drop=c.choice(["0.0", "0.1"]), attn=body_sdpa if sdpa else body_manual, doc=c.doc(4))
 
@@ -982,207 +1001,198 @@ def m_transformer(c: Ctx) -> str:
     mlp_src = m_mlp(c)
     mlp = mlp_src.split("class ", 1)[1].split("(", 1)[0]
     block_src, block = m_block(c, attn, mlp)
-    name = c.cls(["Model", "LM", "Transformer", "Encoder"], ["tiny", "gpt", "char", "small", "text"])
-    generate = c.chance(0.6)
-    gen_src = '''
+    name = c.cls(["Model", "LM", "Transformer", "Decoder"], ["tiny", "token", "char", "small", "text"])
+    sample = c.chance(0.6)
+    sample_src = '''
     @torch.no_grad()
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
-        for _ in range(max_new_tokens):
-            idx_cond = idx if idx.size(1) <= self.max_len else idx[:, -self.max_len:]
-            logits, _ = self(idx_cond)
-            logits = logits[:, -1, :] / temperature
-            if top_k is not None:
-                v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
-                logits[logits < v[:, [-1]]] = -float("inf")
-            probs = F.softmax(logits, dim=-1)
-            idx_next = torch.multinomial(probs, num_samples=1)
-            idx = torch.cat((idx, idx_next), dim=1)
-        return idx'''
+    def sample(self, prompt, steps, temperature=1.0, keep_top=None):
+        tokens = prompt
+        for _ in range(steps):
+            window = tokens[:, -self.max_len:]
+            logits, _ = self(window)
+            scores = logits[:, -1] / max(temperature, 1e-5)
+            if keep_top:
+                cutoff = scores.topk(keep_top, dim=-1).values[:, -1:]
+                scores = torch.where(scores < cutoff, torch.full_like(scores, float("-inf")), scores)
+            choice = torch.multinomial(scores.softmax(dim=-1), 1)
+            tokens = torch.cat([tokens, choice], dim=1)
+        return tokens'''
     model = T('''
         class $name(nn.Module):
         $doc
             def __init__(self, vocab_size, dim=$dim, n_layers=$layers, n_heads=$heads, max_len=$maxlen, dropout=0.1):
                 super().__init__()
                 self.max_len = max_len
-                self.tok_emb = nn.Embedding(vocab_size, dim)
-                self.pos_emb = nn.Embedding(max_len, dim)
-                self.drop = nn.Dropout(dropout)
-                self.blocks = nn.ModuleList([$block(dim, n_heads, dropout) for _ in range(n_layers)])
-                self.ln_f = nn.LayerNorm(dim)
-                self.head = nn.Linear(dim, vocab_size, bias=False)
+                self.embed = nn.Embedding(vocab_size, dim)
+                self.positions = nn.Parameter(torch.zeros(1, max_len, dim))
+                self.dropout = nn.Dropout(dropout)
+                self.layers = nn.ModuleList()
+                for _ in range(n_layers):
+                    self.layers.append($block(dim, n_heads, dropout))
+                self.norm = nn.LayerNorm(dim)
+                self.unembed = nn.Linear(dim, vocab_size, bias=False)
         $tie
-                self.apply(self._init_weights)
+                self.reset_parameters()
 
-            def _init_weights(self, module):
-                if isinstance(module, nn.Linear):
-                    nn.init.normal_(module.weight, mean=0.0, std=0.02)
-                    if module.bias is not None:
-                        nn.init.zeros_(module.bias)
-                elif isinstance(module, nn.Embedding):
-                    nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            def reset_parameters(self):
+                nn.init.trunc_normal_(self.positions, std=$std)
+                for name, param in self.named_parameters():
+                    if name.endswith("weight") and param.dim() == 2:
+                        nn.init.xavier_uniform_(param)
+                    elif name.endswith("bias"):
+                        nn.init.zeros_(param)
 
-            def forward(self, idx, targets=None):
-                b, t = idx.size()
-                pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-                x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
-                for block in self.blocks:
-                    x = block(x)
-                x = self.ln_f(x)
-                logits = self.head(x)
-                loss = None
-                if targets is not None:
-                    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+            def forward(self, tokens, labels=None):
+                length = tokens.size(1)
+                if length > self.max_len:
+                    raise ValueError(f"sequence of {length} tokens, at most {self.max_len}")
+                h = self.dropout(self.embed(tokens) + self.positions[:, :length])
+                for layer in self.layers:
+                    h = layer(h)
+                logits = self.unembed(self.norm(h))
+                if labels is None:
+                    return logits, None
+                loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100)
                 return logits, loss
-        $gen
+        $sample
     ''', name=name, doc=c.doc(4), dim=c.choice([128, 256, 384, 512, 768]), layers=c.randint(2, 12),
          heads=c.choice([4, 8]), maxlen=c.choice([256, 512, 1024]), block=block,
-         tie=opt(c.chance(0.5), "        self.head.weight = self.tok_emb.weight"),
-         gen=gen_src if generate else "")
+         std=c.choice(["0.02", "0.01"]),
+         tie=opt(c.chance(0.5), "        self.unembed.weight = self.embed.weight"),
+         sample=sample_src if sample else "")
     return "\n\n\n".join([attn_src, mlp_src, block_src, model])
 
 
 def m_resnet(c: Ctx) -> str:
-    c.need(*NN, "import torch.nn.functional as F")
-    block = c.cls(["Block"], ["basic", "residual", "conv", "res"])
-    net = c.cls(["Net", "ResNet", "Backbone", "Classifier"], ["small", "tiny", "image", "conv"])
+    c.need(*NN)
+    unit = c.cls(["Unit", "Cell", "Residual"], ["conv", "res", "skip", "stage"])
+    net = c.cls(["Net", "Backbone", "Classifier"], ["small", "tiny", "image", "conv"])
+    norm = c.choice(["nn.BatchNorm2d", "nn.InstanceNorm2d"])
+    act = c.choice(["nn.ReLU", "nn.SiLU", "nn.GELU"])
     return T('''
-        class $block(nn.Module):
-        $doc
-            expansion = 1
+        def conv_norm(cin, cout, k=3, stride=1):
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, k, stride=stride, padding=k // 2, bias=False),
+                $norm(cout),
+            )
 
-            def __init__(self, in_planes, planes, stride=1):
+
+        class $unit(nn.Module):
+        $doc
+            def __init__(self, cin, cout, stride=1):
                 super().__init__()
-                self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
-                self.bn1 = nn.BatchNorm2d(planes)
-                self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
-                self.bn2 = nn.BatchNorm2d(planes)
-                self.shortcut = nn.Sequential()
-                if stride != 1 or in_planes != planes:
-                    self.shortcut = nn.Sequential(
-                        nn.Conv2d(in_planes, planes, kernel_size=1, stride=stride, bias=False),
-                        nn.BatchNorm2d(planes),
-                    )
+                self.main = nn.Sequential(conv_norm(cin, cout, 3, stride), $act(), conv_norm(cout, cout, 3))
+                if stride == 1 and cin == cout:
+                    self.skip = nn.Identity()
+                else:
+                    self.skip = conv_norm(cin, cout, 1, stride)
+                self.act = $act()
 
             def forward(self, x):
-                out = F.relu(self.bn1(self.conv1(x)))
-                out = self.bn2(self.conv2(out))
-                out = out + self.shortcut(x)
-                return F.relu(out)
+                return self.act(self.main(x) + self.skip(x))
 
 
         class $net(nn.Module):
-            def __init__(self, num_blocks=($b1, $b2, $b3, $b4), num_classes=$classes, width=$width):
+            def __init__(self, depths=($d1, $d2, $d3), widths=($w1, $w2, $w3), num_classes=$classes):
                 super().__init__()
-                self.in_planes = width
-                self.conv1 = nn.Conv2d(3, width, kernel_size=3, stride=1, padding=1, bias=False)
-                self.bn1 = nn.BatchNorm2d(width)
+                self.stem = nn.Sequential(conv_norm(3, widths[0]), $act())
                 stages = []
-                for i, n in enumerate(num_blocks):
-                    stages.append(self._make_layer(width * 2**i, n, stride=1 if i == 0 else 2))
-                self.stages = nn.ModuleList(stages)
-                self.fc = nn.Linear(width * 2 ** (len(num_blocks) - 1), num_classes)
+                cin = widths[0]
+                for index, (depth, width) in enumerate(zip(depths, widths)):
+                    units = []
+                    for j in range(depth):
+                        stride = 2 if (j == 0 and index > 0) else 1
+                        units.append($unit(cin, width, stride))
+                        cin = width
+                    stages.append(nn.Sequential(*units))
+                self.stages = nn.Sequential(*stages)
+                self.classifier = nn.Linear(cin, num_classes)
 
-            def _make_layer(self, planes, num_blocks, stride):
-                layers = []
-                for s in [stride] + [1] * (num_blocks - 1):
-                    layers.append($block(self.in_planes, planes, s))
-                    self.in_planes = planes
-                return nn.Sequential(*layers)
-
-            def forward(self, x):
-                out = F.relu(self.bn1(self.conv1(x)))
-                for stage in self.stages:
-                    out = stage(out)
-                out = F.adaptive_avg_pool2d(out, 1).flatten(1)
-                return self.fc(out)
-    ''', block=block, net=net, doc=c.doc(4), b1=c.randint(1, 3), b2=c.randint(1, 4),
-             b3=c.randint(1, 6), b4=c.randint(1, 3), classes=c.choice([10, 100, 1000]),
-             width=c.choice([16, 32, 64]))
+            def forward(self, images):
+                h = self.stages(self.stem(images))
+                pooled = h.mean(dim=(2, 3))
+                return self.classifier(pooled)
+    ''', unit=unit, net=net, norm=norm, act=act, doc=c.doc(4), d1=c.randint(1, 3), d2=c.randint(1, 4),
+             d3=c.randint(1, 4), w1=c.choice([16, 32]), w2=c.choice([64, 96]), w3=c.choice([128, 192, 256]),
+             classes=c.choice([10, 100, 1000]))
 
 
 def m_unet(c: Ctx) -> str:
     c.need(*NN, "import torch.nn.functional as F")
-    down = c.cls(["Down", "Encoder"], ["conv", "unet", "stage"])
-    up = c.cls(["Up", "Decoder"], ["conv", "unet", "stage"])
+    stage = c.cls(["Stage", "Level"], ["conv", "unet", "scale"])
     net = c.cls(["UNet", "Segmenter", "Denoiser"], ["small", "tiny", "mask", ""])
-    norm = c.choice(["nn.BatchNorm2d(out_ch)", "nn.GroupNorm(8, out_ch)", "nn.InstanceNorm2d(out_ch)"])
+    groups = c.choice([4, 8])
     return T('''
-        def double_conv(in_ch, out_ch):
-            return nn.Sequential(
-                nn.Conv2d(in_ch, out_ch, 3, padding=1),
-                $norm,
-                nn.ReLU(inplace=True),
-                nn.Conv2d(out_ch, out_ch, 3, padding=1),
-                $norm,
-                nn.ReLU(inplace=True),
-            )
-
-
-        class $down(nn.Module):
+        class $stage(nn.Module):
         $doc
-            def __init__(self, in_ch, out_ch):
+            def __init__(self, cin, cout, groups=$groups):
                 super().__init__()
-                self.conv = double_conv(in_ch, out_ch)
+                self.layers = nn.Sequential(
+                    nn.Conv2d(cin, cout, 3, padding=1),
+                    nn.GroupNorm(min(groups, cout), cout),
+                    nn.SiLU(),
+                    nn.Conv2d(cout, cout, 3, padding=1),
+                    nn.GroupNorm(min(groups, cout), cout),
+                    nn.SiLU(),
+                )
 
             def forward(self, x):
-                return self.conv(F.max_pool2d(x, 2))
-
-
-        class $up(nn.Module):
-            def __init__(self, in_ch, out_ch):
-                super().__init__()
-                self.up = nn.ConvTranspose2d(in_ch, in_ch // 2, 2, stride=2)
-                self.conv = double_conv(in_ch, out_ch)
-
-            def forward(self, x, skip):
-                x = self.up(x)
-                dy = skip.size(2) - x.size(2)
-                dx = skip.size(3) - x.size(3)
-                x = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
-                return self.conv(torch.cat([skip, x], dim=1))
+                return self.layers(x)
 
 
         class $net(nn.Module):
-            def __init__(self, in_channels=$inch, num_classes=$classes, base=$base, depth=$depth):
+            def __init__(self, channels=$inch, classes=$classes, widths=$widths):
                 super().__init__()
-                self.inc = double_conv(in_channels, base)
-                chans = [base * 2**i for i in range(depth + 1)]
-                self.downs = nn.ModuleList([$down(chans[i], chans[i + 1]) for i in range(depth)])
-                self.ups = nn.ModuleList([$up(chans[i + 1], chans[i]) for i in reversed(range(depth))])
-                self.outc = nn.Conv2d(base, num_classes, 1)
+                self.encoders = nn.ModuleList()
+                cin = channels
+                for w in widths:
+                    self.encoders.append($stage(cin, w))
+                    cin = w
+                self.middle = $stage(cin, cin)
+                self.decoders = nn.ModuleList()
+                for w in reversed(widths):
+                    self.decoders.append($stage(cin + w, w))
+                    cin = w
+                self.head = nn.Conv2d(cin, classes, kernel_size=1)
 
             def forward(self, x):
-                skips = [self.inc(x)]
-                for down in self.downs:
-                    skips.append(down(skips[-1]))
-                x = skips.pop()
-                for up in self.ups:
-                    x = up(x, skips.pop())
-                return self.outc(x)
-    ''', down=down, up=up, net=net, norm=norm, doc=c.doc(4), inch=c.choice([1, 3, 4]),
-             classes=c.choice([1, 2, 21]), base=c.choice([16, 32, 64]), depth=c.randint(2, 5))
+                saved = []
+                for encoder in self.encoders:
+                    x = encoder(x)
+                    saved.append(x)
+                    x = F.avg_pool2d(x, 2)
+                x = self.middle(x)
+                for decoder in self.decoders:
+                    skip = saved.pop()
+                    x = F.interpolate(x, size=skip.shape[-2:], mode="nearest")
+                    x = decoder(torch.cat([x, skip], dim=1))
+                return self.head(x)
+    ''', stage=stage, net=net, groups=groups, doc=c.doc(4), inch=c.choice([1, 3, 4]),
+             classes=c.choice([1, 2, 21]), widths=c.choice(["(32, 64, 128)", "(16, 32, 64, 128)", "(64, 128, 256, 512)"]))
 
 
 def m_positional(c: Ctx) -> str:
     c.need(*NN, "import math")
-    name = c.cls(["Encoding", "Embedding"], ["positional", "sinusoidal", "rotary", "time"])
+    name = c.cls(["Table", "Features", "Embedding"], ["sine", "fourier", "position", "timestep"])
     return T('''
         class $name(nn.Module):
         $doc
-            def __init__(self, dim, max_len=$maxlen, dropout=0.1):
+            def __init__(self, dim, max_len=$maxlen, base=$base, dropout=0.0):
                 super().__init__()
-                self.dropout = nn.Dropout(p=dropout)
-                position = torch.arange(max_len).unsqueeze(1)
-                div_term = torch.exp(torch.arange(0, dim, 2) * (-math.log(10000.0) / dim))
-                pe = torch.zeros(max_len, 1, dim)
-                pe[:, 0, 0::2] = torch.sin(position * div_term)
-                pe[:, 0, 1::2] = torch.cos(position * div_term)
-                self.register_buffer("pe", pe)
+                half = dim // 2
+                rates = torch.exp(-math.log(base) * torch.arange(half, dtype=torch.float32) / half)
+                angles = torch.arange(max_len, dtype=torch.float32)[:, None] * rates[None, :]
+                table = torch.cat([angles.sin(), angles.cos()], dim=-1)
+                if dim % 2:
+                    table = torch.cat([table, torch.zeros(max_len, 1)], dim=-1)
+                self.register_buffer("table", table, persistent=False)
+                self.dropout = nn.Dropout(dropout)
 
             def forward(self, x):
-                x = x + self.pe[: x.size(0)]
-                return self.dropout(x)
-    ''', name=name, maxlen=c.choice([512, 1024, 5000]), doc=c.doc(4))
+                # x: (batch, length, dim)
+                return self.dropout(x + self.table[: x.size(1)].unsqueeze(0).to(x.dtype))
+    ''', name=name, maxlen=c.choice([512, 1024, 4096]), base=c.choice(["10000.0", "500.0"]),
+             doc=c.doc(4))
 
 
 def m_conv_encoder(c: Ctx) -> str:
@@ -1283,35 +1293,31 @@ def m_moe(c: Ctx) -> str:
 
 def m_vae(c: Ctx) -> str:
     c.need(*NN, "import torch.nn.functional as F")
-    name = c.cls(["VAE", "AutoEncoder"], ["variational", "conv", "beta", ""])
+    name = c.cls(["VAE", "AutoEncoder"], ["variational", "latent", "beta", ""])
     return T('''
         class $name(nn.Module):
         $doc
             def __init__(self, input_dim=$inp, hidden=$hid, latent=$lat):
                 super().__init__()
-                self.enc = nn.Sequential(nn.Linear(input_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU())
-                self.mu = nn.Linear(hidden, latent)
-                self.logvar = nn.Linear(hidden, latent)
-                self.dec = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, input_dim))
+                self.encoder = nn.Sequential(nn.Linear(input_dim, hidden), nn.SiLU(), nn.Linear(hidden, 2 * latent))
+                self.decoder = nn.Sequential(nn.Linear(latent, hidden), nn.SiLU(), nn.Linear(hidden, input_dim))
 
-            def encode(self, x):
-                h = self.enc(x)
-                return self.mu(h), self.logvar(h)
-
-            def reparameterize(self, mu, logvar):
-                std = torch.exp(0.5 * logvar)
-                return mu + torch.randn_like(std) * std
+            def posterior(self, x):
+                stats = self.encoder(x.flatten(1))
+                mean, log_var = stats.chunk(2, dim=-1)
+                return mean, log_var.clamp(-30.0, 20.0)
 
             def forward(self, x):
-                mu, logvar = self.encode(x.flatten(1))
-                z = self.reparameterize(mu, logvar)
-                return self.dec(z), mu, logvar
+                mean, log_var = self.posterior(x)
+                noise = torch.randn_like(mean)
+                z = mean + noise * (0.5 * log_var).exp()
+                return self.decoder(z), mean, log_var
 
             @staticmethod
-            def loss(recon, x, mu, logvar, beta=$beta):
-                rec = F.mse_loss(recon, x.flatten(1), reduction="sum")
-                kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
-                return (rec + beta * kld) / x.size(0)
+            def objective(recon, x, mean, log_var, beta=$beta):
+                rec = F.mse_loss(recon, x.flatten(1), reduction="none").sum(dim=1)
+                kl = 0.5 * (mean.square() + log_var.exp() - 1.0 - log_var).sum(dim=1)
+                return (rec + beta * kl).mean()
     ''', name=name, inp=c.choice([784, 1024, 3072]), hid=c.choice([256, 400, 512]),
              lat=c.choice([8, 16, 20, 32]), beta=c.choice(["1.0", "0.5", "4.0"]), doc=c.doc(4))
 
@@ -1710,46 +1716,52 @@ if __name__ == "__main__":
 
 
 def train_hf_trainer(c: Ctx, bug):
-    c.need(*NN, "import numpy as np",
+    c.need(*NN, "import torch.nn.functional as F", "import numpy as np",
            "from transformers import AutoModelForSequenceClassification, AutoTokenizer, Trainer, TrainingArguments")
     name = c.cls(["Trainer"], ["weighted", "custom", "focal", "distill", "smooth"])
-    store = ("        self.loss_history.append(loss)" if bug == "append"
-             else "        self.loss_history.append(loss.detach().item())")
-    acc = ("        self.loss_sum += loss" if bug == "accumulate" else "        self.loss_sum += loss.item()")
+    store = ("        self.recent_losses.append(loss)" if bug == "append"
+             else "        self.recent_losses.append(float(loss.detach()))")
+    acc = ("        self.loss_total += loss" if bug == "accumulate" else "        self.loss_total += loss.item()")
     src = f'''class {name}(Trainer):
 {c.doc(4)}
-    def __init__(self, *args, class_weights=None, **kwargs):
+    def __init__(self, *args, class_weights=None, smoothing={c.choice(["0.0", "0.1"])}, **kwargs):
         super().__init__(*args, **kwargs)
         self.class_weights = class_weights
-        self.loss_history = []
-        self.loss_sum = 0.0
+        self.smoothing = smoothing
+        self.recent_losses = []
+        self.loss_total = 0.0
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        labels = inputs.pop("labels")
-        outputs = model(**inputs)
-        logits = outputs.get("logits")
+        targets = inputs.pop("labels")
+        out = model(**inputs)
         weight = None
         if self.class_weights is not None:
-            weight = torch.tensor(self.class_weights, device=logits.device, dtype=logits.dtype)
-        loss_fct = nn.CrossEntropyLoss(weight=weight, label_smoothing={c.choice(["0.0", "0.1"])})
-        loss = loss_fct(logits.view(-1, self.model.config.num_labels), labels.view(-1))
+            weight = torch.as_tensor(self.class_weights, dtype=out.logits.dtype, device=out.logits.device)
+        loss = F.cross_entropy(out.logits.flatten(0, -2), targets.flatten(), weight=weight, label_smoothing=self.smoothing)
 {acc}
 {store}
-        return (loss, outputs) if return_outputs else loss'''
-    metrics = c.unique(c.choice(["compute_metrics", "metrics_fn"]))
-    metrics_src = f'''def {metrics}(eval_pred):
-    logits, labels = eval_pred
-    predictions = np.argmax(logits, axis=-1)
-    accuracy = float((predictions == labels).mean())
-    return {{"accuracy": accuracy}}'''
+        if len(self.recent_losses) > {c.choice([100, 500, 1000])}:
+            del self.recent_losses[0]
+        if return_outputs:
+            return loss, out
+        return loss'''
+    metrics = c.unique(c.choice(["compute_metrics", "metrics_fn", "score_predictions"]))
+    metrics_src = f'''def {metrics}(prediction):
+    scores, gold = prediction.predictions, prediction.label_ids
+    chosen = scores.argmax(axis=-1)
+    report = {{"accuracy": float(np.mean(chosen == gold))}}
+    for label in np.unique(gold):
+        mask = gold == label
+        report[f"recall_{{int(label)}}"] = float(np.mean(chosen[mask] == label))
+    return report'''
     extra = []
     if bug == "no_grad":
-        ev = c.unique(c.choice(["predict_texts", "infer_batch", "evaluate_texts"]))
+        ev = c.unique(c.choice(["predict_texts", "infer_batch", "predict_labels"]))
         extra.append(f'''def {ev}(model, tokenizer, texts, device="cuda"):
     model.eval()
-    enc = tokenizer(texts, padding=True, truncation=True, return_tensors="pt").to(device)
-    logits = model(**enc).logits
-    return logits.softmax(dim=-1).tolist()''')
+    encoded = tokenizer(texts, padding=True, truncation=True, return_tensors="pt").to(device)
+    probabilities = model(**encoded).logits.softmax(dim=-1)
+    return probabilities.argmax(dim=-1).tolist()''')
     ckpt = c.choice(['"bert-base-uncased"', '"distilroberta-base"', '"google/electra-small-discriminator"'])
     load_kw = ', device_map="auto"' if bug == "device" else ""
     dev_line = '    model.to("cuda")' if bug == "device" else ""
@@ -1796,113 +1808,109 @@ def train_nanogpt(c: Ctx, bug):
     c.need(*TORCH, "import math", "import os", "import time", "import numpy as np",
            "from contextlib import nullcontext")
     c.need("from model import GPT, GPTConfig")
-    accum = c.choice([1, 4, 5, 8, 40])
     zero = "" if bug == "zero_grad" else "    optimizer.zero_grad(set_to_none=True)"
-    track = ("    loss_log.append(loss)" if bug == "append" else "    loss_log.append(loss.item() * gradient_accumulation_steps)")
-    acc = ("    window_loss += loss" if bug == "accumulate" else "    window_loss += loss.item()")
+    track = ("    history.append(loss)" if bug == "append" else "    history.append(loss.item() * micro_steps)")
+    acc = ("    recent += loss" if bug == "accumulate" else "    recent += loss.item()")
     deco = "" if bug == "no_grad" else "@torch.no_grad()\n"
-    header = f'''out_dir = "{c.choice(["out", "out-shakespeare-char", "out-owt"])}"
-eval_interval = {c.choice([250, 500, 2000])}
-log_interval = {c.choice([1, 10])}
-eval_iters = {c.choice([20, 100, 200])}
-gradient_accumulation_steps = {accum}
-batch_size = {c.choice([12, 32, 64])}
-block_size = {c.choice([256, 512, 1024])}
-n_layer = {c.choice([6, 12])}
-n_head = {c.choice([6, 12])}
-n_embd = {c.choice([384, 768])}
+    header = f'''run_dir = "{c.choice(["runs/char", "runs/web", "out"])}"
+dataset = "{c.choice(["shakespeare", "tinystories", "enwik8", "code"])}"
+eval_every = {c.choice([250, 500, 1000])}
+eval_batches = {c.choice([20, 50, 100])}
+log_every = {c.choice([10, 20, 50])}
+micro_steps = {c.choice([1, 2, 4, 8, 16])}
+batch_size = {c.choice([8, 16, 32, 64])}
+context = {c.choice([128, 256, 512, 1024])}
+layers = {c.choice([4, 6, 8, 12])}
+heads = {c.choice([4, 6, 8])}
+width = {c.choice([256, 384, 512, 768])}
 dropout = {c.choice(["0.0", "0.1", "0.2"])}
-learning_rate = {c.choice(["6e-4", "1e-3"])}
-max_iters = {c.choice([5000, 600000])}
-weight_decay = 1e-1
-beta1 = 0.9
-beta2 = {c.choice(["0.95", "0.99"])}
-grad_clip = 1.0
-warmup_iters = {c.choice([100, 2000])}
-lr_decay_iters = max_iters
-min_lr = learning_rate / 10
+peak_lr = {c.choice(["1e-3", "6e-4", "3e-4"])}
+final_lr = peak_lr * {c.choice(["0.1", "0.05"])}
+warmup = {c.choice([100, 200, 1000])}
+total_iters = {c.choice([2000, 5000, 20000, 100000])}
+clip = {c.choice(["1.0", "0.5", "0.0"])}
+weight_decay = {c.choice(["0.1", "0.01"])}
+use_compile = {c.choice(["True", "False"])}
 device = "cuda" if torch.cuda.is_available() else "cpu"
-dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float16"
-compile_model = {c.choice(["True", "False"])}
-data_dir = os.path.join("data", "{c.choice(["shakespeare_char", "openwebtext", "enwik8"])}")
-ptdtype = {{"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}}[dtype]
-ctx = nullcontext() if device == "cpu" else torch.amp.autocast(device_type="cuda", dtype=ptdtype)'''
-    batch_src = '''def get_batch(split):
-    data = np.memmap(os.path.join(data_dir, f"{split}.bin"), dtype=np.uint16, mode="r")
-    ix = torch.randint(len(data) - block_size, (batch_size,))
-    x = torch.stack([torch.from_numpy((data[i : i + block_size]).astype(np.int64)) for i in ix])
-    y = torch.stack([torch.from_numpy((data[i + 1 : i + 1 + block_size]).astype(np.int64)) for i in ix])
+amp_dtype = torch.bfloat16 if device == "cuda" and torch.cuda.is_bf16_supported() else torch.float16
+autocast = torch.autocast(device_type="cuda", dtype=amp_dtype) if device == "cuda" else nullcontext()
+splits = {{
+    name: np.memmap(os.path.join("data", dataset, name + ".bin"), dtype=np.uint16, mode="r")
+    for name in ("train", "val")
+}}'''
+    batch_src = '''def sample_batch(split):
+    tokens = splits[split]
+    starts = np.random.randint(0, len(tokens) - context - 1, size=batch_size)
+    window = np.stack([tokens[s : s + context + 1] for s in starts]).astype(np.int64)
+    block = torch.from_numpy(window)
+    inputs, targets = block[:, :-1], block[:, 1:]
     if device == "cuda":
-        x, y = x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
-    else:
-        x, y = x.to(device), y.to(device)
-    return x, y'''
-    est_src = f'''{deco}def estimate_loss():
-    out = {{}}
+        inputs = inputs.pin_memory().to(device, non_blocking=True)
+        targets = targets.pin_memory().to(device, non_blocking=True)
+    return inputs, targets'''
+    est_src = f'''{deco}def measure_losses():
     model.eval()
-    for split in ["train", "val"]:
-        losses = torch.zeros(eval_iters)
-        for k in range(eval_iters):
-            X, Y = get_batch(split)
-            with ctx:
-                logits, loss = model(X, Y)
-            losses[k] = loss.item()
-        out[split] = losses.mean()
+    result = {{}}
+    for split in splits:
+        total = 0.0
+        for _ in range(eval_batches):
+            inputs, targets = sample_batch(split)
+            with autocast:
+                _, loss = model(inputs, targets)
+            total += loss.item()
+        result[split] = total / eval_batches
     model.train()
-    return out'''
-    lr_src = '''def get_lr(it):
-    if it < warmup_iters:
-        return learning_rate * (it + 1) / (warmup_iters + 1)
-    if it > lr_decay_iters:
-        return min_lr
-    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
-    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
-    return min_lr + coeff * (learning_rate - min_lr)'''
-    setup = '''model_args = dict(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=block_size, bias=False, vocab_size=50304, dropout=dropout)
-model = GPT(GPTConfig(**model_args))
-model.to(device)
-scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))
-optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device)
-if compile_model:
-    model = torch.compile(model)'''
-    loop = f'''X, Y = get_batch("train")
-t0 = time.time()
-iter_num = 0
-best_val_loss = 1e9
-loss_log = []
-window_loss = 0.0
+    return result'''
+    lr_src = '''def learning_rate(it):
+    if it < warmup:
+        return peak_lr * (it + 1) / warmup
+    progress = min(1.0, (it - warmup) / max(1, total_iters - warmup))
+    return final_lr + 0.5 * (peak_lr - final_lr) * (1.0 + math.cos(math.pi * progress))'''
+    setup = '''config = GPTConfig(block_size=context, vocab_size=50304, n_layer=layers, n_head=heads, n_embd=width, dropout=dropout)
+model = GPT(config).to(device)
+optimizer = torch.optim.AdamW(model.parameters(), lr=peak_lr, betas=(0.9, 0.95), weight_decay=weight_decay)
+scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+if use_compile:
+    model = torch.compile(model)
+os.makedirs(run_dir, exist_ok=True)'''
+    loop = f'''inputs, targets = sample_batch("train")
+best = float("inf")
+history = []
+recent = 0.0
+it = 0
+started = time.time()
 while True:
-    lr = get_lr(iter_num)
-    for param_group in optimizer.param_groups:
-        param_group["lr"] = lr
-    if iter_num % eval_interval == 0:
-        losses = estimate_loss()
-        print(f"step {{iter_num}}: train loss {{losses['train']:.4f}}, val loss {{losses['val']:.4f}}")
-        if losses["val"] < best_val_loss:
-            best_val_loss = losses["val"]
-            checkpoint = {{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iter_num": iter_num}}
-            torch.save(checkpoint, os.path.join(out_dir, "ckpt.pt"))
-    for micro_step in range(gradient_accumulation_steps):
-        with ctx:
-            logits, loss = model(X, Y)
-            loss = loss / gradient_accumulation_steps
-        X, Y = get_batch("train")
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate(it)
+    if it % eval_every == 0:
+        losses = measure_losses()
+        print(f"iter {{it}}: train {{losses['train']:.4f}} val {{losses['val']:.4f}}")
+        if losses["val"] < best:
+            best = losses["val"]
+            state = {{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iter": it, "best": best}}
+            torch.save(state, os.path.join(run_dir, "last.pt"))
+    for micro in range(micro_steps):
+        with autocast:
+            _, loss = model(inputs, targets)
+            loss = loss / micro_steps
+        # the next batch loads while the GPU works on this one
+        inputs, targets = sample_batch("train")
         scaler.scale(loss).backward()
-    if grad_clip != 0.0:
+    if clip:
         scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     scaler.step(optimizer)
     scaler.update()
 {zero}
 {acc}
 {track}
-    t1 = time.time()
-    dt = t1 - t0
-    t0 = t1
-    if iter_num % log_interval == 0:
-        print(f"iter {{iter_num}}: loss {{loss.item() * gradient_accumulation_steps:.4f}}, time {{dt * 1000:.2f}}ms")
-    iter_num += 1
-    if iter_num > max_iters:
+    if it % log_every == 0 and it > 0:
+        elapsed = time.time() - started
+        print(f"iter {{it}}: loss {{recent / log_every:.4f}}, {{elapsed / log_every * 1000:.0f}} ms/iter")
+        recent = 0.0
+        started = time.time()
+    it += 1
+    if it > total_iters:
         break'''
     return [header, batch_src, est_src, lr_src], [setup, loop]
 
@@ -1960,13 +1968,13 @@ def training_file(c: Ctx, target: int):
 
 
 def l_lexer(c: Ctx) -> str:
-    c.need("import re", "from dataclasses import dataclass")
-    tok = c.cls(["Token"], ["", "lex", "source"]).replace("_", "")
+    c.need("from dataclasses import dataclass")
+    tok = c.cls(["Token", "Lexeme"], ["", "lex", "source"]).replace("_", "")
     fn = c.unique(c.choice(["tokenize", "lex", "scan_tokens"]))
     err = c.cls(["Error"], ["lex", "syntax", "scan"])
     keywords = c.unique("KEYWORDS")
-    spec = c.unique("TOKEN_SPEC")
-    master = c.unique("_MASTER_RE")
+    pairs = c.unique("TWO_CHAR_OPS")
+    singles = c.unique("ONE_CHAR_OPS")
     kws = c.sample(["if", "else", "while", "for", "let", "fn", "return", "and", "or", "not",
                     "true", "false", "nil", "def", "end", "do"], c.randint(4, 9))
     return T('''
@@ -1983,38 +1991,58 @@ def l_lexer(c: Ctx) -> str:
 
 
         $keywords = frozenset($kws)
-        $spec = [
-            ("NUMBER", r"\\d+(?:\\.\\d*)?(?:[eE][+-]?\\d+)?"),
-            ("STRING", r'"(?:[^"\\\\]|\\\\.)*"'),
-            ("NAME", r"[A-Za-z_][A-Za-z0-9_]*"),
-            ("OP", r"==|!=|<=|>=|->|[-+*/%<>=(){}\\[\\],.;:]"),
-            ("NEWLINE", r"\\n"),
-            ("SKIP", r"[ \\t]+|#[^\\n]*"),
-            ("MISMATCH", r"."),
-        ]
-        $master = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in $spec))
+        $pairs = ("==", "!=", "<=", ">=", "->", "&&", "||")
+        $singles = frozenset("+-*/%<>=(){}[],.;:!")
 
 
         def $fn(source):
         $doc
-            line, line_start = 1, 0
-            for match in $master.finditer(source):
-                kind = match.lastgroup
-                text = match.group()
-                column = match.start() - line_start + 1
-                if kind == "NEWLINE":
-                    line += 1
-                    line_start = match.end()
+            pos, line, col = 0, 1, 1
+            size = len(source)
+            while pos < size:
+                ch = source[pos]
+                if ch == "\\n":
+                    pos, line, col = pos + 1, line + 1, 1
                     continue
-                if kind == "SKIP":
+                if ch in " \\t\\r":
+                    pos, col = pos + 1, col + 1
                     continue
-                if kind == "MISMATCH":
-                    raise $err(f"{line}:{column}: unexpected character {text!r}")
-                if kind == "NAME" and text in $keywords:
-                    kind = text.upper()
-                yield $tok(kind, text, line, column)
-    ''', tok=tok, fn=fn, err=err, kws=tuple(sorted(kws)), keywords=keywords, spec=spec,
-             master=master, doc=c.doc(4))
+                if ch == "#":
+                    stop = source.find("\\n", pos)
+                    stop = size if stop < 0 else stop
+                    col += stop - pos
+                    pos = stop
+                    continue
+                start = pos
+                if ch.isdigit():
+                    while pos < size and (source[pos].isdigit() or source[pos] == "."):
+                        pos += 1
+                    kind = "NUMBER"
+                elif ch.isalpha() or ch == "_":
+                    while pos < size and (source[pos].isalnum() or source[pos] == "_"):
+                        pos += 1
+                    word = source[start:pos]
+                    kind = word.upper() if word in $keywords else "NAME"
+                elif ch == '"':
+                    pos += 1
+                    while pos < size and source[pos] != '"':
+                        pos += 2 if source[pos] == "\\\\" else 1
+                    if pos >= size:
+                        raise $err(f"{line}:{col}: unterminated string")
+                    pos += 1
+                    kind = "STRING"
+                elif source[pos : pos + 2] in $pairs:
+                    pos += 2
+                    kind = "OP"
+                elif ch in $singles:
+                    pos += 1
+                    kind = "OP"
+                else:
+                    raise $err(f"{line}:{col}: unexpected character {ch!r}")
+                yield $tok(kind, source[start:pos], line, col)
+                col += pos - start
+    ''', tok=tok, fn=fn, err=err, kws=tuple(sorted(kws)), keywords=keywords, pairs=pairs,
+             singles=singles, doc=c.doc(4))
 
 
 def l_parser(c: Ctx) -> str:
@@ -3336,7 +3364,24 @@ STDLIB_FIRST = ("import ", "from ")
 THIRD_PARTY = ("torch", "numpy", "transformers", "accelerate", "lightning", "pytorch_lightning", "model")
 
 
+def merge_from_imports(imports: set[str]) -> set[str]:
+    """`from m import a` and `from m import b, c` become `from m import a, b, c`."""
+    names: dict[str, set[str]] = {}
+    out = set()
+    for line in imports:
+        if line.startswith("from "):
+            module, _, rest = line[5:].partition(" import ")
+            names.setdefault(module, set()).update(n.strip() for n in rest.split(","))
+        else:
+            out.add(line)
+    for module, ns in names.items():
+        out.add(f"from {module} import {', '.join(sorted(ns))}")
+    return out
+
+
 def render_imports(imports: set[str]) -> str:
+    imports = merge_from_imports(imports)
+
     def group(line):
         mod = line.split()[1].split(".")[0]
         if line.startswith("from __future__"):
