@@ -8,9 +8,22 @@ use crate::confirm::Confirmations;
 use crate::lint::FileReport;
 use crate::rule::Severity;
 
-/// Escapes a workflow-command message: `%`, `\r`, `\n`.
+/// Escapes a workflow-command message: `%`, `\r`, `\n`; other control characters (an
+/// ANSI escape in a file name or a string in the source) become visible `\u{1b}`, so the
+/// log that shows the command shows no escape sequence.
 pub fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
+    let visible: String = s
+        .chars()
+        .map(|c| {
+            if (c.is_control() && !matches!(c, '\n' | '\r')) || super::is_invisible_format(c) {
+                format!("\\u{{{:x}}}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    visible
+        .replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
@@ -69,5 +82,6 @@ mod tests {
     fn escaping() {
         assert_eq!(escape_data("50%\r\nx: y, z"), "50%25%0D%0Ax: y, z");
         assert_eq!(escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(escape_data("a\x1b[31m\u{2028}"), "a\\u{1b}[31m\\u{2028}");
     }
 }

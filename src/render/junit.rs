@@ -20,6 +20,10 @@ pub fn xml_escape(s: &str) -> String {
             '\r' => o.push_str("&#13;"),
             '\t' => o.push_str("&#9;"),
             c if (c as u32) < 0x20 || matches!(c, '\u{FFFE}' | '\u{FFFF}') => o.push('\u{FFFD}'),
+            // Allowed in XML, but a terminal that shows the report could act on them.
+            c if c.is_control() || super::is_invisible_format(c) => {
+                o.push_str(&format!("&#x{:x};", c as u32))
+            }
             c => o.push(c),
         }
     }

@@ -117,18 +117,19 @@ pub fn render_with(
         }
         Format::Github => render_github_with(out, reports, confirmations),
         Format::Sarif => {
-            serde_json::to_writer_pretty(&mut *out, &sarif_value_with(reports, confirmations))?;
+            let sarif = sarif_value_with(reports, confirmations);
+            write_json(out, &serde_json::to_vec_pretty(&sarif)?)?;
             writeln!(out)
         }
         Format::Junit => render_junit(out, reports),
         Format::Json => {
             let all: Vec<FindingJson> = objects().collect();
-            serde_json::to_writer_pretty(&mut *out, &all)?;
+            write_json(out, &serde_json::to_vec_pretty(&all)?)?;
             writeln!(out)
         }
         Format::Jsonl => {
             for f in objects() {
-                serde_json::to_writer(&mut *out, &f)?;
+                write_json(out, &serde_json::to_vec(&f)?)?;
                 writeln!(out)?;
             }
             Ok(())
@@ -162,6 +163,25 @@ pub fn render_statistics(out: &mut dyn Write, reports: &[FileReport]) -> io::Res
     Ok(())
 }
 
+/// Writes serialized JSON with the characters that JSON leaves raw but that split or
+/// drive other readers escaped as `\uXXXX`: DEL and the C1 controls (U+0080 to U+009F:
+/// NEL ends a line for Python's `splitlines`, CSI starts a terminal escape), U+2028 /
+/// U+2029 (line separators for JavaScript and `splitlines`) and the bidirectional
+/// controls. serde_json escapes the C0 controls itself; the others can only occur inside
+/// strings, so the document means the same.
+pub fn write_json(out: &mut dyn Write, json: &[u8]) -> io::Result<()> {
+    let text = std::str::from_utf8(json).map_err(io::Error::other)?;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        if ('\u{7f}'..='\u{9f}').contains(&c) || is_invisible_format(c) {
+            out.write_all(&json[start..i])?;
+            write!(out, "\\u{:04x}", c as u32)?;
+            start = i + c.len_utf8();
+        }
+    }
+    out.write_all(&json[start..])
+}
+
 /// Makes text safe to print on a terminal: control characters (ANSI escapes included)
 /// become visible `\u{..}` escapes, so a file name or source line cannot drive the terminal.
 pub fn sanitize(s: &str) -> std::borrow::Cow<'_, str> {
@@ -180,5 +200,14 @@ pub fn sanitize(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 fn is_unsafe_control(c: char) -> bool {
-    (c.is_control() && c != '\t') || matches!(c, '\u{2028}' | '\u{2029}')
+    (c.is_control() && c != '\t') || is_invisible_format(c)
+}
+
+/// Line and paragraph separators and the bidirectional controls, which reorder the text
+/// around them on screen ("Trojan Source"): shown escaped, never raw.
+pub fn is_invisible_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
 }

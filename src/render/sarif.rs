@@ -131,7 +131,7 @@ pub fn sarif_value_with(reports: &[FileReport], confirmations: Option<&Confirmat
 }
 
 pub fn render_sarif(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &sarif_value(reports))?;
+    super::write_json(out, &serde_json::to_vec_pretty(&sarif_value(reports))?)?;
     writeln!(out)
 }
 

@@ -207,11 +207,14 @@ impl SourceCode for Snippet {
     }
 }
 
-/// The source with every control character but tab and line breaks replaced by `?`,
+/// The source with every control character but tab and line breaks (and every
+/// bidirectional control and line separator) replaced by `?`,
 /// byte for byte (ASCII controls are one byte; others are replaced by as many `?` as
 /// they have bytes), so spans stay valid and the terminal sees no escape sequences.
 fn safe_source(src: &Arc<str>) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && !matches!(c, '\t' | '\n' | '\r');
+    let unsafe_char = |c: char| {
+        (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || super::is_invisible_format(c)
+    };
     if !src.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(src);
     }
