@@ -590,3 +590,42 @@ fn missing_zero_grad_is_linear() {
     let (oom201, oom101) = (time("OOM201"), time("OOM101"));
     assert!(oom101 < oom201 * 2, "OOM101 {oom101:?}, OOM201 {oom201:?}");
 }
+
+// ---------------------------------------------------------------------------
+// No code execution
+// ---------------------------------------------------------------------------
+
+/// The static check starts no process and embeds no Python: only `src/confirm/` (the
+/// dynamic `oomlint confirm`) may spawn one. Keeps the README's security section true.
+#[test]
+fn only_confirm_starts_processes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src"), root.join("rules")];
+    let mut checked = 0;
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.ends_with("confirm") {
+                    dirs.push(p);
+                }
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for needle in [
+                "process::Command",
+                "Command::new",
+                "pyo3",
+                "libc::exec",
+                "libc::system",
+            ] {
+                assert!(!text.contains(needle), "{} uses {needle}", p.display());
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "{checked} files checked");
+}
