@@ -180,23 +180,25 @@ def quantize():
         let all = all_json();
         assert_eq!(all.len(), 10, "{all:#?}");
         for f in all {
-            let keys: Vec<&str> = f.as_object().unwrap().keys().map(|k| k.as_str()).collect();
-            assert_eq!(
-                keys,
-                [
-                    "code",
-                    "name",
-                    "severity",
-                    "message",
-                    "help",
-                    "path",
-                    "line",
-                    "column",
-                    "end_line",
-                    "end_column",
-                    "confirmation"
-                ]
-            );
+            // The ten keys of every JSON finding, plus `confirmation` (serde_json's map
+            // is sorted; the order on the wire is pinned by the cli snapshots).
+            let mut keys: Vec<&str> = f.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+            keys.sort_unstable();
+            let mut want = [
+                "code",
+                "name",
+                "severity",
+                "message",
+                "help",
+                "path",
+                "line",
+                "column",
+                "end_line",
+                "end_column",
+                "confirmation",
+            ];
+            want.sort_unstable();
+            assert_eq!(keys, want);
             let c = &f["confirmation"];
             assert_eq!(c["device"], "CPU");
             assert_eq!(c["sizes"]["hidden"], 128);
@@ -307,6 +309,29 @@ def quantize():
             .as_str()
             .unwrap()
             .contains("\nconfirmed on CPU: +"));
+
+        // On the wire: the ten keys in their usual order, then `confirmation`.
+        let json = confirm("json");
+        let at: Vec<usize> = [
+            "code",
+            "name",
+            "severity",
+            "message",
+            "help",
+            "path",
+            "line",
+            "column",
+            "end_line",
+            "end_column",
+            "confirmation",
+        ]
+        .iter()
+        .map(|k| {
+            json.find(&format!("\n    \"{k}\": "))
+                .unwrap_or_else(|| panic!("{k}: {json}"))
+        })
+        .collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{json}");
 
         let concise = confirm("concise");
         assert!(concise.contains("[confirmed on CPU: +"), "{concise}");

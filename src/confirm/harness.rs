@@ -282,6 +282,9 @@ impl Net {
         Tensor::randn(shape.as_slice(), (Kind::Float, device))
     }
 
+    // `x = x + ...`, not `x += ...`: on a tch Tensor `+=` adds in place, which would
+    // overwrite values that autograd saved for the backward pass.
+    #[allow(clippy::assign_op_pattern)]
     fn forward(&self, x: &Tensor) -> Tensor {
         match self {
             Net::Builtin { blocks, hidden } => {

@@ -101,7 +101,7 @@ pub struct ConfirmOptions {
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(3..=100_000), help_heading = "Measurement")]
     pub iterations: u32,
     /// Batch size of the built-in model's input.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(i64).range(1..), help_heading = "Measurement")]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(i64).range(1..), help_heading = "Measurement")]
     pub batch: i64,
     /// Sequence length of the built-in model's input.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(i64).range(1..), help_heading = "Measurement")]

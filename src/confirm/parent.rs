@@ -67,7 +67,7 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
     let total: u64 = scenarios.iter().map(|&s| 2 * steps(s)).sum();
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+        ProgressStyle::with_template("{prefix} [{bar:24}] {pos}/{len} {wide_msg}")
             .expect("a valid template")
             .progress_chars("=> "),
     );
