@@ -63,6 +63,16 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
     if model.is_test_module {
         return;
     }
+    // Loops over evaluation data, found once (not once per function).
+    let all_eval_loops: Vec<(Option<ScopeId>, u32)> = (0..model.loops.len() as u32)
+        .filter(|&l| {
+            model
+                .loop_(l)
+                .iter
+                .is_some_and(|it| iterates_eval_loader(model, it))
+        })
+        .map(|l| (model.function_of(model.loop_(l).scope), l))
+        .collect();
     let functions = (0..model.scopes.len() as ScopeId)
         .filter(|&s| model.scope(s).is_function())
         .map(Some)
@@ -98,12 +108,10 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
                 }
             }
         }
-        let eval_loops: Vec<_> = (0..model.loops.len() as u32)
-            .filter(|&l| {
-                let lp = model.loop_(l);
-                model.function_of(lp.scope) == f
-                    && lp.iter.is_some_and(|it| iterates_eval_loader(model, it))
-            })
+        let eval_loops: Vec<u32> = all_eval_loops
+            .iter()
+            .filter(|(g, _)| *g == f)
+            .map(|(_, l)| *l)
             .collect();
         if !eval_named && regions.is_empty() && eval_loops.is_empty() {
             continue;

@@ -84,9 +84,7 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
         if steps.is_empty() {
             continue;
         }
-        let mut reset_all = model
-            .assignments_in_unit(unit)
-            .any(|a| model.grad_reset_assignment(a).is_some());
+        let mut reset_all = model.grad_reset_assignment_in(unit);
         let mut reset: Vec<&str> = Vec::new();
         for &c in &calls {
             match model.grad_reset_call(c) {
@@ -105,10 +103,7 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
             stepped
         } else if stepped.len() > 1 {
             // Two optimizers (a GAN): name the one that is never reset.
-            stepped
-                .into_iter()
-                .filter(|s| !reset.contains(s))
-                .collect()
+            stepped.into_iter().filter(|s| !reset.contains(s)).collect()
         } else {
             Vec::new()
         };

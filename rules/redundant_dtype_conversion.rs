@@ -60,7 +60,10 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
             }
             let line = model.line_of(known.at);
             let how = if model.is_load_argument(known.at) {
-                format!("loaded with `{}` on line {line}", model.text(known.at.parent().unwrap_or(known.at)))
+                format!(
+                    "loaded with `{}` on line {line}",
+                    model.text(known.at.parent().unwrap_or(known.at))
+                )
             } else {
                 format!("converted on line {line}")
             };

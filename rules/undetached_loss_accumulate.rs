@@ -69,9 +69,7 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
                 if !matches!(op, Some("+" | "-")) {
                     continue;
                 }
-                let (Some(l), Some(r)) =
-                    (v.field("left"), v.field("right"))
-                else {
+                let (Some(l), Some(r)) = (v.field("left"), v.field("right")) else {
                     continue;
                 };
                 let t = model.text(target);

@@ -80,6 +80,8 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         hook_callees: Vec::new(),
         calls_by_function: Vec::new(),
         backward_flow: OnceCell::new(),
+        grad_stores: OnceCell::new(),
+        conversions: OnceCell::new(),
         binding_values: RefCell::new(Vec::new()),
         return_values: RefCell::new(FxHashMap::default()),
         scope_grad: RefCell::new(Vec::new()),

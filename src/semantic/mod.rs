@@ -254,6 +254,10 @@ pub struct SemanticModel<'a> {
     hook_callees: Vec<(ScopeId, Vec<ScopeId>)>,
     /// Calls made in each function (its nested blocks and loops included).
     calls_by_function: Vec<Vec<u32>>,
+    /// Indices of assignments to `.grad`/`.requires_grad` attributes.
+    grad_stores: OnceCell<Vec<u32>>,
+    /// Conversion calls (`.to(...)`, `.half()`) by receiver.
+    conversions: OnceCell<FxHashMap<NameKey<'a>, Vec<u32>>>,
     /// Names that flow into a backward pass, per scope.
     backward_flow: OnceCell<FxHashSet<NameKey<'a>>>,
     // Memo tables for the lazy queries; `Cell` so the model is shared immutably.
@@ -452,11 +456,27 @@ impl<'a> SemanticModel<'a> {
         out
     }
 
-    /// The assignments that run once per iteration of `unit`.
-    pub fn assignments_in_unit(&self, unit: Unit) -> impl Iterator<Item = &Assignment<'a>> {
-        self.assignments
-            .iter()
-            .filter(move |a| self.runs_in(a.site, unit))
+    /// Assignments to a `.grad` or `.requires_grad` attribute (`p.grad = None`), found
+    /// once: the few stores the optimizer-loop facts ask about, so no query scans every
+    /// assignment of the file per loop.
+    pub fn grad_attribute_assignments(&self) -> &[u32] {
+        self.grad_stores.get_or_init(|| {
+            (0..self.assignments.len() as u32)
+                .filter(|&i| {
+                    unwrap_parens(self.assignments[i as usize].target)
+                        .field("attribute")
+                        .is_some_and(|x| matches!(self.text(x), "grad" | "requires_grad"))
+                })
+                .collect()
+        })
+    }
+
+    /// Whether `p.grad = ...` runs once per iteration of `unit`.
+    pub fn grad_reset_assignment_in(&self, unit: Unit) -> bool {
+        self.grad_attribute_assignments().iter().any(|&i| {
+            let a = &self.assignments[i as usize];
+            self.grad_reset_assignment(a).is_some() && self.runs_in(a.site, unit)
+        })
     }
 
     /// Why code at `site` runs once per step, if it does.

@@ -103,7 +103,8 @@ impl<'a> SemanticModel<'a> {
                 return true;
             }
         }
-        self.assignments.iter().any(|a| {
+        self.grad_attribute_assignments().iter().any(|&i| {
+            let a = &self.assignments[i as usize];
             self.function_of(a.site.scope) == f
                 && unwrap_parens(a.target)
                     .field("attribute")

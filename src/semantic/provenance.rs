@@ -442,6 +442,18 @@ impl<'a> SemanticModel<'a> {
     }
 
     fn eval_attribute(&self, node: Node<'_>, site: Site, d: u32) -> Value {
+        self.attribute_value(node, site, d, None)
+    }
+
+    /// `obj.attr`, with the value of `obj` when the caller already has it (a method
+    /// call evaluates its receiver once, or chains `x.f().f()...` would cost 2^n).
+    fn attribute_value(
+        &self,
+        node: Node<'_>,
+        site: Site,
+        d: u32,
+        obj_value: Option<Value>,
+    ) -> Value {
         let (Some(obj), Some(attr)) = (node.field("object"), node.field("attribute")) else {
             return Value::Unknown;
         };
@@ -460,7 +472,7 @@ impl<'a> SemanticModel<'a> {
         if names::is_non_graph_attribute(attr) {
             return Value::Detached;
         }
-        match self.eval(obj, site, d) {
+        match obj_value.unwrap_or_else(|| self.eval(obj, site, d)) {
             Value::Graph(o) => {
                 if attr == "loss" {
                     Value::Graph(Origin::Loss)
@@ -582,13 +594,16 @@ impl<'a> SemanticModel<'a> {
                 Value::Module
             };
         }
-        // `self.model(x)`: the attribute itself is the callee.
-        match self.eval_attribute(func, site, d) {
+        // `self.model(x)`: the attribute itself is the callee. The receiver is evaluated
+        // once for both uses.
+        let self_attr = matches!(self.name_key(func, site.scope), Some(NameKey::Attr(..)));
+        let rv = (!self_attr).then(|| self.eval(recv, site, d));
+        match self.attribute_value(func, site, d, rv) {
             Value::Module => return self.produce(Origin::Output, site),
             Value::LossFn => return self.produce(Origin::Loss, site),
             _ => {}
         }
-        let rv = self.eval(recv, site, d);
+        let rv = rv.unwrap_or_else(|| self.eval(recv, site, d));
         match rv {
             Value::Graph(o) => Value::Graph(o),
             Value::Module => match method {

@@ -4,6 +4,7 @@
 //! Anything not certain (a conversion in one branch only, a dtype from a variable) is
 //! unknown, so rules built on it stay silent when unsure.
 
+use rustc_hash::FxHashMap;
 use tree_sitter::Node;
 
 use super::*;
@@ -248,58 +249,25 @@ impl<'a> SemanticModel<'a> {
                 events.push((0, bd.pos, Ev::Bind(b)));
             }
         }
-        let mut fns: Vec<(u8, ScopeId)> = Vec::new();
-        if let Some(h) = here {
-            fns.push((1, h));
-        }
-        if let Some(i) = init {
-            fns.push((0, i));
-        }
-        let module_calls: Vec<u32>;
-        let pools: Vec<(u8, &[u32])> = if here.is_none() {
-            module_calls = (0..self.calls.len() as u32)
-                .filter(|&i| {
-                    self.function_of(self.calls[i as usize].site.scope)
-                        .is_none()
-                })
-                .collect();
-            vec![(1, module_calls.as_slice())]
-        } else {
-            fns.iter()
-                .map(|&(o, f)| (o, self.calls_by_function[f as usize].as_slice()))
-                .collect()
-        };
-        for (order, pool) in pools {
-            for &i in pool {
-                if i == conv.call {
-                    continue;
-                }
-                let other = &self.calls[i as usize];
-                if order == 1 && other.node.end_byte() > at {
-                    continue;
-                }
-                let Some((recv, _)) = self.method_call(other) else {
-                    continue;
-                };
-                if self.name_key(unwrap_parens(recv), other.site.scope) == Some(key)
-                    && self.conversion(i).is_some()
-                {
-                    events.push((order, other.node.end_byte(), Ev::Conv(i)));
-                }
+        for &i in self.conversions_of(key) {
+            if i == conv.call {
+                continue;
+            }
+            let other = &self.calls[i as usize];
+            let f = self.function_of(other.site.scope);
+            if f == here && other.node.end_byte() <= at {
+                events.push((1, other.node.end_byte(), Ev::Conv(i)));
+            } else if init.is_some() && f == init {
+                events.push((0, other.node.end_byte(), Ev::Conv(i)));
             }
         }
         events.sort_by_key(|e| (e.0, e.1));
         // Conversions of a `self.` attribute in other methods may run in between (an
         // `upcast()` called before this `downcast()`): nothing is certain then.
         if let (NameKey::Attr(..), Some(h)) = (key, here) {
-            let elsewhere = self.calls.iter().enumerate().any(|(i, other)| {
-                let f = self.function_of(other.site.scope);
-                f != Some(h)
-                    && f != init
-                    && self.method_call(other).is_some_and(|(r, _)| {
-                        self.name_key(unwrap_parens(r), other.site.scope) == Some(key)
-                    })
-                    && self.conversion(i as u32).is_some()
+            let elsewhere = self.conversions_of(key).iter().any(|&i| {
+                let f = self.function_of(self.calls[i as usize].site.scope);
+                f != Some(h) && f != init
             });
             if elsewhere {
                 return ModelState::default();
@@ -411,6 +379,25 @@ impl<'a> SemanticModel<'a> {
             }
         }
         has_else.then_some((owner, arms))
+    }
+
+    /// The conversion calls whose receiver is `key`, indexed once per file.
+    fn conversions_of(&self, key: NameKey<'a>) -> &[u32] {
+        let index = self.conversions.get_or_init(|| {
+            let mut map: FxHashMap<NameKey<'a>, Vec<u32>> = FxHashMap::default();
+            for (i, c) in self.calls.iter().enumerate() {
+                let Some((recv, _)) = self.method_call(c) else {
+                    continue;
+                };
+                if let Some(k) = self.name_key(unwrap_parens(recv), c.site.scope) {
+                    if self.conversion(i as u32).is_some() {
+                        map.entry(k).or_default().push(i as u32);
+                    }
+                }
+            }
+            map
+        });
+        index.get(&key).map_or(&[], Vec::as_slice)
     }
 
     /// The state a bound value establishes: a `from_pretrained` load, `torch.load`, or
