@@ -4,8 +4,8 @@
 //! fails the property), and lint to the same output every time, on one thread or many.
 //!
 //! Bounded: `PROPTEST_CASES` cases (default 100) of a batch of 4 mutated files each,
-//! about 12 s in a debug build. A failure is shrunk and saved under
-//! `tests/proptest-regressions/`, and replayed first on the next run.
+//! about 12 s in a debug build, with a fixed seed (`PROPTEST_RNG_SEED` picks another). A
+//! failure is shrunk and printed; add the input to `tests/robustness.rs` as a test.
 
 use std::path::Path;
 
@@ -129,6 +129,12 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(100),
         max_shrink_iters: 200,
+        // The same cases on every run, so CI is deterministic; explore with another
+        // seed: PROPTEST_RNG_SEED=123 PROPTEST_CASES=2000 cargo test --release --test mutation
+        rng_seed: proptest::test_runner::RngSeed::Fixed(
+            std::env::var("PROPTEST_RNG_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(2026),
+        ),
+        failure_persistence: None,
         ..ProptestConfig::default()
     })]
 
