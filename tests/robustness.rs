@@ -227,6 +227,39 @@ fn hundred_thousand_levels_through_the_cli() {
     stderr_names(&r, "deep.py");
 }
 
+/// A notebook whose JSON nests 100,000 deep is an error naming it (exit 2); one whose
+/// code cell nests 100,000 deep is linted.
+#[test]
+fn deeply_nested_notebooks() {
+    let n = 100_000;
+    let json = format!("{{\"cells\": {}{}}}", "[".repeat(n), "]".repeat(n));
+    let code = format!("{TRAIN}y = {}x{}\n", "(".repeat(n), ")".repeat(n));
+    let cell = serde_json::json!({
+        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": code}],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+    });
+    let dir = tree(&[
+        ("json.ipynb", json.as_bytes()),
+        ("code.ipynb", cell.to_string().as_bytes()),
+    ]);
+    let r = run(
+        dir.path(),
+        &["--format", "concise", "json.ipynb", "code.ipynb"],
+    );
+    assert_eq!(r.code, 2, "{r:#?}");
+    assert!(
+        r.stdout.starts_with("code.ipynb:cell 1:13:9: OOM201"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("json.ipynb: not a valid notebook: invalid JSON at line 1: nested too deep"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A directory named like a Python file is a directory: walked, never read as a file.
 #[test]
 fn directory_named_x_py_is_walked_not_read() {
