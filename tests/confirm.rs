@@ -439,6 +439,58 @@ def quantize():
         assert!(c["summary"].as_str().unwrap().contains("signal 6"), "{c:#}");
     }
 
+    /// `--model`: a TorchScript module traced with tch (its weights are constants, so
+    /// it builds no graph: evaluation with grad costs nothing, and training or
+    /// converting it is skipped, with the reason).
+    #[test]
+    fn a_torchscript_module_instead_of_the_built_in_model() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("all.py"), ALL).unwrap();
+        let (cpu, float) = (tch::Device::Cpu, tch::Kind::Float);
+        let w = tch::Tensor::randn([64, 64], (float, cpu));
+        let x = tch::Tensor::randn([4, 64], (float, cpu));
+        let mut forward = |ts: &[tch::Tensor]| vec![ts[0].matmul(&w).relu().matmul(&w)];
+        let module =
+            tch::CModule::create_by_tracing("Net", "forward", &[x], &mut forward).expect("traced");
+        module.save(dir.path().join("net.pt")).expect("saved");
+        let out = run_in(
+            dir.path(),
+            &[
+                "confirm",
+                "--format=json",
+                "--device=cpu",
+                "--model=net.pt",
+                "--input-shape=32x64",
+                "--iterations=5",
+                "--select=OOM301,OOM101,OOM401",
+                "all.py",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let by_scenario = |s: &str| {
+            v.as_array()
+                .unwrap()
+                .iter()
+                .map(|f| &f["confirmation"])
+                .find(|c| c["scenario"] == s)
+                .unwrap_or_else(|| panic!("{s}: {v:#}"))
+                .clone()
+        };
+        let eval = by_scenario("eval-grad");
+        assert_eq!(eval["sizes"]["model"], "net.pt", "{eval:#}");
+        assert_eq!(eval["sizes"]["input_shape"], serde_json::json!([32, 64]));
+        assert_eq!(eval["verdict"], "not_confirmed", "{eval:#}");
+        for s in ["no-zero-grad", "dtype-copy"] {
+            let c = by_scenario(s);
+            assert_eq!(c["verdict"], "skipped", "{c:#}");
+            assert!(
+                c["summary"].as_str().unwrap().contains("no parameters"),
+                "{c:#}"
+            );
+        }
+    }
+
     #[test]
     fn device_cuda_without_a_gpu_is_a_usage_error() {
         let dir = tempfile::tempdir().unwrap();

@@ -352,6 +352,11 @@ fn run_loop(
         Scenario::KeepLoss | Scenario::AccumulateLoss | Scenario::NoZeroGrad
     );
     let mut opt = None;
+    if training && !params.iter().any(|p| p.is_floating_point()) {
+        return Err(
+            "the module has no parameters to train (traced weights are constants)".to_owned(),
+        );
+    }
     if training {
         for p in &params {
             if p.is_floating_point() && !p.requires_grad() {
@@ -437,6 +442,9 @@ fn run_loop(
         }
         if measuring {
             m.samples.push(meter.sample());
+            if matches!(meter, Meter::Cuda) {
+                m.host_samples.push(ffi::live_heap_bytes().unwrap_or(0));
+            }
         }
         emit(&format!("P {}", it + 1));
     }
@@ -513,6 +521,11 @@ fn run_conversion(
         }
     }
     m.param_bytes = bytes_of(&weights) + bytes_of(&module_params(&module)?);
+    if m.param_bytes == 0 {
+        return Err(
+            "the module has no parameters to convert (traced weights are constants)".to_owned(),
+        );
+    }
     m.baseline_bytes = meter.begin();
     let mut copies: Vec<Tensor> = Vec::new();
     let mut copy_all = |ts: &[Tensor], f: &dyn Fn(&Tensor) -> Tensor, meter: &mut Meter| {

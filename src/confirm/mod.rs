@@ -406,6 +406,10 @@ pub struct Measurement {
     pub peak_bytes: i64,
     /// Bytes of the model's parameters.
     pub param_bytes: i64,
+    /// On a GPU: the host's live heap after each measured iteration too (autograd's
+    /// graph nodes live in host memory whatever the device).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_samples: Vec<i64>,
     /// Gradient norm after each optimizer step (no-zero-grad only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grad_norms: Vec<f64>,

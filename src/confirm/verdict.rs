@@ -155,6 +155,13 @@ pub fn judge(
                     signed(vf),
                     signed(vx)
                 );
+                // On a GPU, say what the host keeps too (the graph's nodes live there).
+                let host = slope(&flagged.host_samples) - slope(&fixed.host_samples);
+                let host = if host > GROWTH_FLOOR {
+                    format!("; host memory {} per iteration", signed(host))
+                } else {
+                    String::new()
+                };
                 if diff > threshold {
                     let mut s = format!("{} retained per iteration ({figures})", signed(diff));
                     match cuda_free {
@@ -174,12 +181,13 @@ pub fn judge(
                     if diff < SLOW_LEAK {
                         s.push_str(": a slow leak (the graph's nodes, not its activations)");
                     }
+                    s.push_str(&host);
                     (Verdict::Confirmed, s)
                 } else {
                     (
                         Verdict::NotConfirmed,
                         format!(
-                            "no growth beyond noise: {figures} (threshold {}/iteration)",
+                            "no growth beyond noise: {figures} (threshold {}/iteration){host}",
                             format_bytes(threshold)
                         ),
                     )
@@ -368,17 +376,21 @@ mod tests {
         );
         assert!(!c.summary.contains("slow leak"));
 
-        let c = judge(
-            Scenario::KeepLoss,
-            sizes(),
-            20,
-            &gpu,
-            growth(1 << 30, 512, 20),
-            growth(1 << 30, 0, 20),
-        );
+        // Keeping the loss on a GPU: 512 B of device memory per step (the scalar), the
+        // graph's nodes in host memory.
+        let mut f = growth(1 << 30, 512, 20);
+        f.host_samples = growth(1 << 20, 53 << 10, 20).samples;
+        let mut x = growth(1 << 30, 0, 20);
+        x.host_samples = growth(1 << 20, 0, 20).samples;
+        let c = judge(Scenario::KeepLoss, sizes(), 20, &gpu, f, x);
         assert_eq!(c.verdict, Verdict::NotConfirmed, "{}", c.summary);
         assert!(
             c.summary.starts_with("no growth beyond noise"),
+            "{}",
+            c.summary
+        );
+        assert!(
+            c.summary.ends_with("; host memory +53.0 KiB per iteration"),
             "{}",
             c.summary
         );
