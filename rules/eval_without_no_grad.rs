@@ -116,7 +116,21 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
         if !eval_named && regions.is_empty() && eval_loops.is_empty() {
             continue;
         }
-        if model.function_wants_grad(f) {
+        // Gradients wanted (saliency, adversarial examples, test-time training): in the
+        // whole function for a function named for evaluation; in the region or loop
+        // itself otherwise, so a `fit()` that trains and then evaluates is still checked.
+        let eval_named = eval_named && !model.function_wants_grad(f);
+        regions.retain(|&(s, e, _)| {
+            !calls.iter().any(|&i| {
+                let at = model.calls[i as usize].node.start_byte();
+                at >= s && at < e && model.asks_for_grad(i)
+            })
+        });
+        let eval_loops: Vec<u32> = eval_loops
+            .into_iter()
+            .filter(|&l| !model.calls_in_loop(l).any(|(i, _)| model.asks_for_grad(i)))
+            .collect();
+        if !eval_named && regions.is_empty() && eval_loops.is_empty() {
             continue;
         }
         let first = calls.iter().copied().find(|&i| {

@@ -669,7 +669,6 @@ fn only_confirm_starts_processes() {
 const WITH_TORCH: &str = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n    with torch:\n        losses.append(loss)\n";
 
 #[test]
-#[ignore = "bug: panic in semantic/builder.rs grad_effect on `with torch:` / `@torch`"]
 fn with_torch_alone_does_not_panic() {
     for src in [
         WITH_TORCH,

@@ -482,8 +482,11 @@ impl<'a> Builder<'a> {
             (expr, None)
         };
         let q = self.m.qualified(callee)?;
+        // `torch.no_grad`, `torch.autograd.grad_mode.no_grad`; `with torch:` names no mode.
+        let segs = q.segments();
         if !q.is_torch()
-            || q.segments()[1..q.segments().len() - 1]
+            || segs.len() < 2
+            || segs[1..segs.len() - 1]
                 .iter()
                 .any(|s| !matches!(*s, "autograd" | "grad_mode"))
         {

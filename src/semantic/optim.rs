@@ -76,6 +76,23 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// Whether a call asks for gradients: a backward pass, `torch.autograd.grad`, or
+    /// `requires_grad_()`.
+    pub fn asks_for_grad(&self, call: u32) -> bool {
+        if self.backward_at(call).is_some() {
+            return true;
+        }
+        let c = &self.calls[call as usize];
+        if self
+            .method_call(c)
+            .is_some_and(|(_, m)| m == "requires_grad_")
+        {
+            return true;
+        }
+        self.qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.has_module("autograd") && q.last() == Some("grad"))
+    }
+
     /// Whether a function asks for gradients itself: it backpropagates, calls
     /// `torch.autograd.grad`, or turns `requires_grad` on (saliency, adversarial
     /// examples, test-time training).
@@ -88,18 +105,7 @@ impl<'a> SemanticModel<'a> {
             })),
         };
         for i in calls {
-            if self.backward_at(i).is_some() {
-                return true;
-            }
-            let c = &self.calls[i as usize];
-            if let Some((_, m)) = self.method_call(c) {
-                if m == "requires_grad_" {
-                    return true;
-                }
-            }
-            if self.qualified(c.function).is_some_and(|q| {
-                q.is_torch() && q.has_module("autograd") && q.last() == Some("grad")
-            }) {
+            if self.asks_for_grad(i) {
                 return true;
             }
         }

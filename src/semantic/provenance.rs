@@ -544,6 +544,19 @@ impl<'a> SemanticModel<'a> {
                         };
                     }
                 }
+                // `GPT(config)`, `ResNet50()`: an imported (or unknown) capitalised name
+                // is a class, and calling it constructs; `G(z)` with `G = Generator()`
+                // bound here is a forward.
+                let class_like = name.starts_with(|c: char| c.is_ascii_uppercase())
+                    && self.resolve(func, site, func.start_byte()).is_none_or(|b| {
+                        matches!(
+                            self.bindings[b as usize].kind,
+                            BindingKind::Import | BindingKind::Definition
+                        )
+                    });
+                if class_like {
+                    return self.call_by_name(name, node, site, d);
+                }
                 match self.eval(func, site, d) {
                     Value::Module => self.produce(Origin::Output, site),
                     Value::LossFn => self.produce(Origin::Loss, site),
