@@ -158,8 +158,8 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
     };
     let mut keyed: Vec<(PathBuf, FileEntry)> =
         files.into_iter().map(|f| (identity(&f.path), f)).collect();
-    let rank = |f: &FileEntry| (f.path.is_absolute(), f.display.len(), f.display.clone());
-    keyed.sort_by(|a, b| (&a.0, rank(&a.1)).cmp(&(&b.0, rank(&b.1))));
+    let rank = |f: &FileEntry| (f.path.is_absolute(), f.display.len());
+    keyed.sort_by(|a, b| (&a.0, rank(&a.1), &a.1.display).cmp(&(&b.0, rank(&b.1), &b.1.display)));
     keyed.dedup_by(|a, b| a.0 == b.0);
     let mut files: Vec<FileEntry> = keyed.into_iter().map(|(_, f)| f).collect();
     files.sort_by(|a, b| a.display.cmp(&b.display).then_with(|| a.path.cmp(&b.path)));
