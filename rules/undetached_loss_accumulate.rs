@@ -104,17 +104,23 @@ fn check(model: &SemanticModel<'_>, out: &mut Vec<Diagnostic>) {
                 "`{name}` accumulates {what} with its autograd graph, chaining every iteration's graph together"
             ),
             help: format!(
-                "accumulate `{}.item()` for logging, or `.detach()` to keep a tensor",
-                short(model.text(unwrap_parens(added)))
+                "accumulate {} for logging, or `.detach()` it to keep a tensor",
+                item_of(model.text(unwrap_parens(added)))
             ),
         });
     }
 }
 
-fn short(s: &str) -> &str {
-    if s.len() > 30 || s.contains('\n') || s.contains(' ') {
-        "value"
+/// `loss.item()`, `(loss * n).item()`, or a description when the expression is long.
+fn item_of(s: &str) -> String {
+    let simple = s
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || b"_.[]()\"',".contains(&c));
+    if simple && s.len() <= 40 {
+        format!("`{s}.item()`")
+    } else if s.len() <= 40 && !s.contains('\n') {
+        format!("`({s}).item()`")
     } else {
-        s
+        "the value's `.item()`".to_owned()
     }
 }
