@@ -664,8 +664,9 @@ fn only_confirm_starts_processes() {
 }
 
 /// `with torch:` (or `@torch`): `grad_effect` in semantic/builder.rs slices
-/// `q.segments()[1..len - 1]`, which panics for the one-segment name `torch` ("slice
-/// index starts at 1 but ends at 0"). Found by the property test in tests/mutation.rs.
+/// `q.segments()[1..len - 1]`, which panicked for the one-segment name `torch` ("slice
+/// index starts at 1 but ends at 0"; fixed in cda627f). Found by the property test in
+/// tests/mutation.rs.
 const WITH_TORCH: &str = "import torch\nfor x in loader:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n    with torch:\n        losses.append(loss)\n";
 
 #[test]
@@ -679,9 +680,10 @@ fn with_torch_alone_does_not_panic() {
     }
 }
 
-/// A real panic in the semantic model (the bug above, while it lasts) through the CLI:
-/// an internal error that names the file, the semantic model and where, exit 2, no
-/// panic report on stderr, and the other file's findings still printed.
+/// A file that made the semantic model panic (the bug above, before its fix) through
+/// the CLI: either linted, or, should a panic come back, one internal error that names
+/// the file, the semantic model and where, exit 2, no panic report on stderr, and the
+/// other file's findings still printed. (In-process tests above check the catch itself.)
 #[test]
 fn a_panic_in_the_semantic_model_is_reported_per_file_by_the_cli() {
     let dir = tree(&[
