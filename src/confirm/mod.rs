@@ -441,7 +441,8 @@ pub struct Confirmation {
     /// The line printed under the diagnostic (without the verdict and device).
     pub summary: String,
     pub scenario: &'static str,
-    pub metric: Metric,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
     /// The device, for people (`CPU`, `NVIDIA H100 80GB HBM3`).
     pub device: String,
     /// How bytes were counted.
@@ -483,7 +484,7 @@ impl Confirmation {
     /// What was measured, in one line (text output prints it below [`Self::line`]).
     pub fn measured(&self) -> Option<String> {
         let (flagged, fixed) = (self.flagged.as_ref()?, self.fixed.as_ref()?);
-        let runs = if self.metric == Metric::ExtraRetained {
+        let runs = if self.metric == Some(Metric::ExtraRetained) {
             String::new()
         } else {
             format!(
@@ -499,7 +500,7 @@ impl Confirmation {
 
     /// A confirmation that says why nothing was measured.
     pub fn skipped(
-        scenario: &'static str,
+        scenario: Option<Scenario>,
         sizes: Sizes,
         opts_iterations: u32,
         why: String,
@@ -507,8 +508,8 @@ impl Confirmation {
         Confirmation {
             verdict: Verdict::Skipped,
             summary: why,
-            scenario,
-            metric: Metric::RetainedPerIteration,
+            scenario: scenario.map_or("", Scenario::name),
+            metric: scenario.map(Scenario::metric),
             device: String::new(),
             memory: String::new(),
             sizes,

@@ -32,7 +32,7 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
     if scenarios.is_empty() {
         return Ok(Confirmations::assign(reports, |f| {
             Arc::new(Confirmation::skipped(
-                "",
+                None,
                 sizes.clone(),
                 opts.iterations,
                 format!("no measurement scenario for {}", f.code),
@@ -108,7 +108,7 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
             }
             (Err(e), _) | (_, Err(e)) => {
                 let mut c = Confirmation::skipped(
-                    s.name(),
+                    Some(s),
                     sizes.clone(),
                     opts.iterations,
                     format!("the harness failed: {e}"),
@@ -126,7 +126,7 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
         |f| match Scenario::for_finding(f).and_then(|s| results.get(&s)) {
             Some(c) => c.clone(),
             None => Arc::new(Confirmation::skipped(
-                "",
+                None,
                 sizes.clone(),
                 opts.iterations,
                 format!("no measurement scenario for {}", f.code),

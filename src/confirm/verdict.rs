@@ -260,7 +260,7 @@ pub fn judge(
         verdict,
         summary,
         scenario: scenario.name(),
-        metric,
+        metric: Some(metric),
         device: device.name.clone(),
         memory: device.memory.clone(),
         sizes,
