@@ -601,7 +601,7 @@ fn catch_quietly_reports_message_and_location() {
 /// takes 10 s, 24 calls 40 s (release build); the depth limit (200) does not bound it.
 /// Found by `fuzz/run.sh` (a timeout on an 8 KB input).
 #[test]
-#[ignore = "bug: exponential time in semantic/provenance.rs on method-call chains"]
+#[ignore = "stress (fixed: receivers evaluated once); timing, run with --release --ignored"]
 fn method_call_chain_is_not_exponential() {
     let src = format!(
         "import torch\nfor x in loader:\n    loss = criterion(model(x))\n    loss.backward()\n    losses.append(x{})\n",
@@ -619,7 +619,7 @@ fn method_call_chain_is_not_exponential() {
 /// `step()` and 20,000 assignments: OOM101 alone must not cost much more than OOM201
 /// alone (it costs 5 times as much in a release build, more in a debug build).
 #[test]
-#[ignore = "bug: OOM101 is quadratic in loops x assignments (semantic/mod.rs assignments_in_unit)"]
+#[ignore = "stress (fixed: grad stores indexed once); timing, run with --release --ignored"]
 fn missing_zero_grad_is_linear() {
     let mut src = String::from("import torch\n");
     for i in 0..20_000 {
@@ -730,7 +730,7 @@ fn a_panic_in_the_semantic_model_is_reported_per_file_by_the_cli() {
 /// in value provenance (semantic/provenance.rs: `eval_method_call`, `callee_of_node`;
 /// two of them never end: see `module_level_global_does_not_hang`).
 #[test]
-#[ignore = "bug: super-linear provenance evaluation on the inputs in fuzz/regressions/"]
+#[ignore = "stress (fixed: linear provenance, module-level global); timing, run with --release --ignored"]
 fn fuzz_regressions_lint_quickly() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/regressions");
     for e in std::fs::read_dir(dir).unwrap() {
@@ -764,7 +764,6 @@ fn fuzz_regressions_lint_quickly() {
 /// the run. Found by `fuzz/run.sh` (fuzz/regressions/timeout-220bb76f..., -470d2bf...,
 /// where error recovery puts a `global` at module level).
 #[test]
-#[ignore = "bug: infinite loop in semantic/provenance.rs resolve on a module-level `global`"]
 fn module_level_global_does_not_hang() {
     let src = "import torch\nglobal loss\nfor x in loader:\n    loss.backward()\n    opt.step()\n    losses.append(loss)\n";
     let (tx, rx) = std::sync::mpsc::channel();

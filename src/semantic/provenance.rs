@@ -52,6 +52,11 @@ impl<'a> SemanticModel<'a> {
                                 Some(b)
                                     if self.bindings[b as usize].kind == BindingKind::Global =>
                                 {
+                                    // `global x` at module level is a no-op: nothing more
+                                    // to find (following it would revisit this scope).
+                                    if s == 0 {
+                                        return None;
+                                    }
                                     scope = Some(0);
                                     first = false;
                                     continue;
