@@ -446,7 +446,14 @@ fn check(a: CheckArgs, confirm: Option<oomlint::confirm::ConfirmOptions>) -> Exi
     if a.format == Format::Text && !a.quiet {
         let checked = files.len();
         let files_word = |n: usize| if n == 1 { "file" } else { "files" };
-        if n_findings == 0 {
+        if n_findings == 0 && errors > 0 {
+            // Not "all checks passed": some files could not be checked at all.
+            eprintln!(
+                "No problems found, but {errors} {} (see above) ({checked} {} checked)",
+                if errors == 1 { "error" } else { "errors" },
+                files_word(checked)
+            );
+        } else if n_findings == 0 {
             eprintln!(
                 "All checks passed ({checked} {} checked)",
                 files_word(checked)

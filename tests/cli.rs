@@ -1276,3 +1276,19 @@ fn deep_nesting_is_either_analysed_or_reported() {
         "neither the finding nor a warning that it may be missed: {r:#?}"
     );
 }
+
+#[test]
+fn summary_does_not_say_all_passed_when_a_path_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("ok.py"), "x = 1\n").expect("write");
+    let out = Command::cargo_bin("oomlint")
+        .expect("binary")
+        .current_dir(dir.path())
+        .args(["ok.py", "missing.py", "--no-cache"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("All checks passed"), "{err}");
+    assert!(err.contains("No problems found, but 1 error"), "{err}");
+}
