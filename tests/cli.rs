@@ -5,6 +5,8 @@
 //! the binary there with relative paths, so paths in the output (and the snapshots
 //! under `tests/snapshots/`) do not depend on the machine or on the bundled fixtures.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -17,23 +19,9 @@ use tempfile::TempDir;
 // ---------------------------------------------------------------------------
 
 /// A training loop that keeps the loss with its graph twice: OOM201 at 13:9
-/// (`losses.append(loss)`) and OOM202 at 14:9 (`total += loss`).
-const TRAIN: &str = r#"import torch
-import torch.nn.functional as F
-
-
-def train_epoch(model, loader, optimizer):
-    losses = []
-    total = 0.0
-    for x, y in loader:
-        optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss)
-        total += loss
-    return losses, total / len(loader)
-"#;
+/// (`losses.append(loss)`) and OOM202 at 14:9 (`total += loss`); shared with the
+/// robustness and stress tests.
+use common::TRAIN;
 const TRAIN_APPEND: (usize, usize) = (13, 9);
 const TRAIN_ACCUMULATE: (usize, usize) = (14, 9);
 

@@ -1,4 +1,4 @@
-//! Inputs and checks shared by `tests/robustness.rs` and `tests/stress.rs`.
+//! Inputs and checks shared by `tests/cli.rs`, `tests/robustness.rs` and `tests/stress.rs`.
 #![allow(dead_code)] // each test crate uses part of it
 
 use oomlint::lint::lint_bytes;
