@@ -106,6 +106,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             help: "move each batch off the device as you collect it (`.cpu()`), or reduce it per batch".to_owned(),
             pattern: Pattern::EvalOutputsOnDevice,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

@@ -271,6 +271,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 help: "wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate the function with `@torch.no_grad()`".to_owned(),
                 pattern: Pattern::GradEnabledEval,
                 fix: None,
+                related: Vec::new(),
             }));
         }
     }

@@ -86,6 +86,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             ),
             pattern: Pattern::LoadThenConvert,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

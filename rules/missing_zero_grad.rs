@@ -175,6 +175,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             ),
             pattern: Pattern::NoZeroGrad,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

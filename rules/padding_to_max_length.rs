@@ -80,6 +80,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             help: "drop the padding here (keep `truncation=True`) and pad per batch: `DataCollatorWithPadding(tokenizer)` or `padding=\"longest\"`".to_owned(),
             pattern: Pattern::PadToMaxLength,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

@@ -72,6 +72,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 help,
                 pattern: Pattern::DeviceCopy,
                 fix: None,
+                related: Vec::new(),
             });
             continue;
         }
@@ -94,6 +95,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                     help,
                     pattern: Pattern::RedundantDevice,
                     fix: None,
+                    related: Vec::new(),
                 });
                 continue;
             }
@@ -109,6 +111,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 help: "move the model once, before the training loop".to_owned(),
                 pattern: Pattern::DeviceMoveInLoop,
                 fix: None,
+                related: Vec::new(),
             });
         }
     }

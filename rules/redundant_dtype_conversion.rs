@@ -77,6 +77,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 help: "drop the second conversion; load in the target dtype with `torch_dtype=` rather than converting after loading".to_owned(),
                 pattern: Pattern::RedundantDtype,
                 fix: None,
+                related: Vec::new(),
             });
         } else if let Some(kept) = copy_keeps_original(model, i) {
             out.push(Diagnostic {
@@ -93,6 +94,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 ),
                 pattern: Pattern::DtypeCopy,
                 fix: None,
+                related: Vec::new(),
             });
         }
     }

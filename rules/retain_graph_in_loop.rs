@@ -79,6 +79,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             ),
             pattern: Pattern::RetainGraph,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

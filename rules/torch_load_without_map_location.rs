@@ -78,6 +78,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             help: "pass `map_location=\"cpu\"` (or this rank's device); `load_state_dict` copies into the model wherever it is".to_owned(),
             pattern: Pattern::CheckpointOnDevice,
             fix: None,
+            related: Vec::new(),
         });
     }
 }

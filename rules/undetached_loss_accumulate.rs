@@ -105,6 +105,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             ),
             pattern: Pattern::AccumulateGraph { origin },
             fix: None,
+            related: Vec::new(),
         });
     }
 }

@@ -133,6 +133,7 @@ fn report(
             .to_owned(),
         pattern: Pattern::KeepGraph { origin },
         fix: None,
+        related: Vec::new(),
     });
 }
 

@@ -17,9 +17,10 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fix::Fix;
 use crate::pattern::Pattern;
 use crate::project::{FileSummary, SummaryStore};
-use crate::report::{FileReport, Finding};
+use crate::report::{FileReport, Finding, RelatedLocation};
 use crate::rule::Rule;
 use crate::rules;
 
@@ -45,6 +46,10 @@ struct CachedFinding {
     start: usize,
     end: usize,
     pattern: Pattern,
+    #[serde(default)]
+    fix: Option<Fix>,
+    #[serde(default)]
+    related: Vec<RelatedLocation>,
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -301,6 +306,8 @@ impl Cache {
                 range: (f.start, f.end),
                 pattern: f.pattern,
                 cell: None,
+                fix: f.fix.clone(),
+                related: f.related.clone(),
             });
         }
         let source: Option<std::sync::Arc<str>> =
@@ -347,6 +354,8 @@ impl Cache {
                 start: f.range.0,
                 end: f.range.1,
                 pattern: f.pattern,
+                fix: f.fix.clone(),
+                related: f.related.clone(),
             })
             .collect();
         self.keep(

@@ -17,7 +17,7 @@ use crate::noqa::Suppressions;
 use crate::notebook::Notebook;
 use crate::prefilter::Scan;
 use crate::project::{FileFacts, Projects};
-use crate::report::{FileReport, Finding};
+use crate::report::{FileReport, Finding, RelatedLocation};
 use crate::rule::{Context, Diagnostic, Rule};
 use crate::semantic::SemanticModel;
 use crate::source::{LineCol, LineIndex, SourceText};
@@ -503,6 +503,23 @@ fn run_rules(
                 range: (d.range.start, d.range.end),
                 pattern: d.pattern,
                 cell: None,
+                fix: d.fix,
+                related: d
+                    .related
+                    .into_iter()
+                    .map(|r| {
+                        let s = src.line_col(r.range.start);
+                        let e = src.line_col(r.range.end);
+                        RelatedLocation {
+                            message: r.message,
+                            line: s.line,
+                            column: s.column,
+                            end_line: e.line,
+                            end_column: e.column,
+                            range: (r.range.start, r.range.end),
+                        }
+                    })
+                    .collect(),
             });
         }
     }

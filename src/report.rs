@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{FileError, FileWarning};
+use crate::fix::Fix;
 use crate::notebook::CellPosition;
 use crate::pattern::Pattern;
 use crate::rule::Severity;
@@ -53,4 +54,24 @@ pub struct Finding {
     /// (`line` and `column` are positions in the `.ipynb` file). Not serialized.
     #[serde(skip)]
     pub cell: Option<CellPosition>,
+    /// The edits that remove the finding, if its rule knows them.
+    #[serde(skip)]
+    pub fix: Option<Fix>,
+    /// Other places that explain the finding.
+    #[serde(skip)]
+    pub related: Vec<RelatedLocation>,
+}
+
+/// A secondary location of a finding, positioned like the finding itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelatedLocation {
+    pub message: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in Unicode scalar values.
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+    /// Byte range in the decoded source.
+    pub range: (usize, usize),
 }

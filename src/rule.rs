@@ -35,6 +35,16 @@ pub struct Diagnostic {
     pub pattern: Pattern,
     /// The edits that remove the problem, if the rule knows them.
     pub fix: Option<Fix>,
+    /// Other places that explain the finding (the line that made a value carry a
+    /// graph, say), as SARIF's related locations and LSP's related information.
+    pub related: Vec<Related>,
+}
+
+/// A secondary location of a diagnostic, with what it has to do with the finding.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Related {
+    pub range: Range<usize>,
+    pub message: String,
 }
 
 /// What a rule knows of the file beyond its semantic model, the way selene passes a
