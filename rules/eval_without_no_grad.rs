@@ -1098,10 +1098,10 @@ fn project_forward<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<Option
     }
     let f = unwrap_parens(c.function);
     if f.kind() == "identifier" {
-        return p.forward_imports.contains(model.text(f)).then_some(None);
+        return p.forward_import(model.text(f)).then_some(None);
     }
     let (recv, meth) = model.method_call(c)?;
-    (p.forward_methods.contains(meth) && model.value(recv, c.site) == Value::Module)
+    (p.forward_method(meth) && model.value(recv, c.site) == Value::Module)
         .then(|| Some(model.text(recv)))
 }
 
