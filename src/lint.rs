@@ -173,7 +173,11 @@ impl Linter {
         }
         let rules = self.rules_for(path);
         let key = self.cache.as_ref().map(|_| Key::new(seen.bytes, &rules));
-        let Summarized { bytes, text, model } = seen;
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let guess = FileFacts::alone(&canonical, seen.summary);
+        let Summarized {
+            bytes, text, model, ..
+        } = seen;
         let (report, guess) = catch_quietly(move || {
             let mut report = FileReport {
                 path: display.clone(),
@@ -191,7 +195,7 @@ impl Linter {
                     text,
                     &rules,
                     self.options,
-                    ProjectFacts::Guessed,
+                    ProjectFacts::Guessed(guess),
                     Some(m),
                 ),
                 None => lint_parsed(
@@ -199,7 +203,7 @@ impl Linter {
                     &decoded,
                     &rules,
                     self.options,
-                    ProjectFacts::Guessed,
+                    ProjectFacts::Guessed(guess),
                     None,
                 ),
             };
@@ -454,7 +458,7 @@ enum ProjectFacts {
     Known(Option<Arc<FileFacts>>),
     /// Guessed from the file alone, every question asked of them recorded
     /// ([`crate::project::FactQuery`]).
-    Guessed,
+    Guessed(FileFacts),
 }
 
 /// The facts a lint guessed, and the questions it asked of them.
@@ -510,8 +514,7 @@ fn analyze(
             None
         }
         ProjectFacts::Known(None) => None,
-        ProjectFacts::Guessed => {
-            let guess = FileFacts::guess(model.is_torch_code());
+        ProjectFacts::Guessed(guess) => {
             model.set_project(Arc::new(guess.clone()));
             model.record_fact_queries();
             Some(guess)

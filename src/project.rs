@@ -122,14 +122,17 @@ impl FileFacts {
         h.finish()
     }
 
-    /// The facts a file is linted with before the project is joined: what the file
-    /// alone says (whether it may be PyTorch code by its own imports), nothing from
-    /// other files.
-    pub fn guess(torch: bool) -> FileFacts {
-        FileFacts {
-            torch,
-            ..Default::default()
-        }
+    /// The facts a file is linted with before the project is joined: those of a
+    /// project made of the file alone (its own imports, its own classes' methods).
+    pub fn alone(path: &Path, summary: &FileSummary) -> FileFacts {
+        let root = path.parent().unwrap_or(Path::new("/"));
+        let index = ProjectIndex::join(root, vec![(path.to_path_buf(), summary.clone())]);
+        index
+            .facts
+            .into_values()
+            .next()
+            .map(Arc::unwrap_or_clone)
+            .unwrap_or_default()
     }
 }
 
@@ -372,6 +375,7 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
 
 /// A file as the project index summarized it, for the lint to go on from.
 pub struct Summarized<'a, 'm> {
+    pub summary: &'a FileSummary,
     pub bytes: &'a [u8],
     /// The text the summary was computed from (invalid UTF-8 replaced).
     pub text: &'a str,
@@ -748,20 +752,32 @@ impl ProjectIndex {
                 }
                 let path = canon(p);
                 let text = String::from_utf8_lossy(&bytes);
-                let summarized = |model| Summarized {
-                    bytes: &bytes,
-                    text: &text,
-                    model,
-                };
                 let (s, seen) = if needs_model(&text) {
                     let tree = catch_quietly(|| parse(&text)).ok().flatten()?;
                     let mut model = catch_quietly(|| SemanticModel::build(&tree, &text)).ok()?;
                     let s = catch_quietly(|| summarize_model(&model)).ok()?;
-                    let seen = visit(&path, summarized(Some(&mut model)));
+                    let seen = visit(
+                        &path,
+                        Summarized {
+                            summary: &s,
+                            bytes: &bytes,
+                            text: &text,
+                            model: Some(&mut model),
+                        },
+                    );
                     (s, seen)
                 } else {
                     let s = catch_quietly(|| summarize_imports(&text)).ok()?;
-                    (s, visit(&path, summarized(None)))
+                    let seen = visit(
+                        &path,
+                        Summarized {
+                            summary: &s,
+                            bytes: &bytes,
+                            text: &text,
+                            model: None,
+                        },
+                    );
+                    (s, seen)
                 };
                 summaries.put(key, &s);
                 Some((path, s, seen))

@@ -303,6 +303,8 @@ struct Memos<'a> {
     /// By (function, element index or `u32::MAX` for the whole value).
     return_values: RefCell<FxHashMap<(ScopeId, u32), Memo>>,
     scope_grad: RefCell<IndexVec<ScopeId, Option<GradMode>>>,
+    /// Methods (functions of a class body) by name.
+    methods_by_name: OnceCell<FxHashMap<&'a str, Vec<ScopeId>>>,
     depth_exceeded: Cell<bool>,
 }
 
