@@ -89,7 +89,8 @@ pub struct CheckArgs {
         default_value = "text"
     )]
     pub format: Format,
-    /// When to colour the text output.
+    /// When to colour the text output: `auto` colours a terminal, and any output when
+    /// `FORCE_COLOR` is set; `NO_COLOR` turns `auto` off.
     #[arg(long, value_enum, default_value = "auto")]
     pub color: Color,
     /// Enable only these rules (codes or prefixes, comma-separated: OOM201,OOM3).

@@ -353,7 +353,14 @@ fn write_output(
     let written = if a.statistics {
         render::render_statistics(&mut out, reports, a.format)
     } else {
-        render::render(&mut out, a.format, reports, color, confirmations)
+        render::render_width(
+            &mut out,
+            a.format,
+            reports,
+            color,
+            text_width(terminal),
+            confirmations,
+        )
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -385,6 +392,19 @@ fn report_problems(
         }
     }
     fatal
+}
+
+/// The width of the text output: the terminal's (`COLUMNS` when the terminal does not
+/// say), within bounds that keep the snippets readable, or a fixed width when stdout is
+/// not a terminal (a file, a pipe, a CI log), so that output is the same everywhere.
+fn text_width(terminal: bool) -> usize {
+    if !terminal {
+        return render::TEXT_WIDTH;
+    }
+    let columns = terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
+    columns.map_or(render::TEXT_WIDTH, |c| c.clamp(40, 400))
 }
 
 /// Whether an environment variable is set to something (`NO_COLOR=` set empty counts as

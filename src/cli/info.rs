@@ -110,10 +110,20 @@ pub fn show_settings(resolver: &Resolver, p: &Path) -> ExitStatus {
     if config_failed(resolver) {
         return ExitStatus::Error;
     }
-    print!(
-        "{}",
-        oomlint::render::sanitize_lines(&settings.describe(&oomlint::paths::display(p)))
-    );
+    let mut text = settings.describe(&oomlint::paths::display(p));
+    // For a file, what its per-file-ignores entries turn off (a folder matches none).
+    if !p.is_dir() {
+        let off: Vec<String> = settings
+            .rules_off(p)
+            .iter()
+            .map(|r| format!("{:?}", r.code))
+            .collect();
+        text.push_str(&format!(
+            "rules off for this file (per-file-ignores) = [{}]\n",
+            off.join(", ")
+        ));
+    }
+    print!("{}", oomlint::render::sanitize_lines(&text));
     ExitStatus::Success
 }
 
