@@ -320,9 +320,12 @@ pub fn options_markdown() -> String {
         if !what.ends_with(['.', ']']) {
             what.push('.');
         }
-        let values: Vec<String> = takes_value
-            .then(|| a.get_possible_values())
-            .unwrap_or_default()
+        let possible = if takes_value {
+            a.get_possible_values()
+        } else {
+            Vec::new()
+        };
+        let values: Vec<String> = possible
             .iter()
             .filter(|v| !v.is_hide_set())
             .map(|v| format!("`{}`", v.get_name()))
