@@ -415,6 +415,66 @@ fn derived_finding_names_the_accumulation_in_every_format() {
     );
 }
 
+/// `self.running = self.running + loss` and a total of a total: the related location is
+/// the accumulation, through `self.` attributes and from one accumulator into another.
+const ACCUMULATORS: &str = r#"import torch
+import torch.nn.functional as F
+
+
+class Trainer:
+    def fit(self, model, loader, optimizer):
+        self.running = 0.0
+        self.curve = []
+        for i, (x, y) in enumerate(loader):
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            self.running = self.running + loss
+            self.curve.append(self.running / (i + 1))
+
+
+def epoch(model, loader, optimizer):
+    seen = 0
+    epoch_total = 0.0
+    window = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        window += loss
+        seen += 1
+        epoch_total += window
+    return epoch_total / seen
+"#;
+
+#[test]
+fn related_location_follows_attributes_and_accumulators() {
+    let dir = tree(&[("fit.py", ACCUMULATORS)]);
+    let r = run(dir.path(), &["--no-cache", "--format", "json", "fit.py"]);
+    let findings: Vec<Value> = serde_json::from_str(&r.stdout).unwrap();
+    let related: Vec<(String, u64, Option<u64>)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_owned(),
+                f["line"].as_u64().unwrap(),
+                f.get("related").map(|rel| rel[0]["line"].as_u64().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        related,
+        [
+            ("OOM202".to_owned(), 14, None),
+            ("OOM201".to_owned(), 15, Some(14)),
+            ("OOM202".to_owned(), 27, None),
+            ("OOM202".to_owned(), 29, Some(27)),
+        ]
+    );
+}
+
 // ---------------------------------------------------------------------------
 // --show-settings FILE
 // ---------------------------------------------------------------------------
