@@ -413,6 +413,15 @@ fn derived_finding_names_the_accumulation_in_every_format() {
         line.ends_with(&format!("%0Anote: {note} (line 15)")),
         "{line}"
     );
+
+    let junit = run(dir.path(), &["--no-cache", "--format", "junit", "train.py"]);
+    assert!(
+        junit
+            .stdout
+            .contains(&format!("&#10;note: {note} (train.py:15:9)</failure>")),
+        "{}",
+        junit.stdout
+    );
 }
 
 /// `self.running = self.running + loss` and a total of a total: the related location is
