@@ -597,6 +597,10 @@ fn on_terminal(dir: &Path, cols: u16, env: &str, args: &str) -> Option<String> {
         .args(["-qec", &inner, "/dev/null"])
         .output()
         .ok()?;
+    // `script` that cannot open a pseudo-terminal says so itself (a sandbox without ptys).
+    if String::from_utf8_lossy(&out.stderr).starts_with("script:") {
+        return None;
+    }
     Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
 }
 
@@ -605,7 +609,9 @@ fn on_terminal(dir: &Path, cols: u16, env: &str, args: &str) -> Option<String> {
 fn text_fits_the_terminal_and_colour_follows_the_environment() {
     let dir = tree(&[("train.py", DERIVED)]);
     let Some(narrow) = on_terminal(dir.path(), 60, "", "--no-cache --color never train.py") else {
-        eprintln!("*** SKIPPED text_fits_the_terminal: no util-linux `script` to make a terminal");
+        eprintln!(
+            "*** SKIPPED text_fits_the_terminal: no util-linux `script` (or no pseudo-terminal) to run oomlint on a terminal"
+        );
         return;
     };
     let wide = on_terminal(dir.path(), 160, "", "--no-cache --color never train.py").unwrap();
