@@ -96,7 +96,8 @@ pub struct FileFacts {
     /// Imported names that are project functions returning detached values.
     pub detached_imports: BTreeSet<String>,
     /// Method names whose every project definition returns a detached value.
-    pub detached_methods: BTreeSet<String>,
+    /// One set for the whole project, shared by every file's facts.
+    pub detached_methods: Arc<BTreeSet<String>>,
     /// Imported names that are `nn.Module` subclasses of the project.
     pub module_imports: BTreeSet<String>,
     /// Imported names that are project functions backpropagating some of their
@@ -108,7 +109,8 @@ pub struct FileFacts {
     /// Method names that some `nn.Module` subclass of the project defines as running a
     /// forward, and that no project definition trains with: `vae.inference(n)`,
     /// `decoder.sample(features)`.
-    pub forward_methods: BTreeSet<String>,
+    /// One set for the whole project, shared by every file's facts.
+    pub forward_methods: Arc<BTreeSet<String>>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -899,6 +901,10 @@ impl ProjectIndex {
             })
             .map(|(m, _)| m.to_owned())
             .collect();
+        // Shared, not copied per file: on a large project these sets hold thousands of
+        // names, and a copy for each of thousands of files held gigabytes.
+        let (detached_methods, forward_methods) =
+            (Arc::new(detached_methods), Arc::new(forward_methods));
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
