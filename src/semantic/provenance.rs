@@ -650,14 +650,14 @@ impl<'a> SemanticModel<'a> {
         if let (None, Some(p)) = (same_file, self.project()) {
             let detached = match func.kind() {
                 "identifier" => {
-                    p.detached_imports.contains(self.text(func))
+                    p.detached_import(self.text(func))
                         && self
                             .resolve(func, site, func.start_byte())
                             .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
                 }
                 "attribute" => func
                     .field("attribute")
-                    .is_some_and(|a| p.detached_methods.contains(self.text(a))),
+                    .is_some_and(|a| p.detached_method(self.text(a))),
                 _ => false,
             };
             if detached {
@@ -724,7 +724,7 @@ impl<'a> SemanticModel<'a> {
         // An `nn.Module` subclass of another project file, whatever its name.
         let project_module = self
             .project()
-            .is_some_and(|p| p.module_imports.contains(name) && !name.ends_with("Loss"));
+            .is_some_and(|p| !name.ends_with("Loss") && p.module_import(name));
         if project_module || names::is_model_class_name(name) {
             Value::Module
         } else if name.ends_with("Loss") && name.starts_with(|c: char| c.is_ascii_uppercase()) {
@@ -977,16 +977,12 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // Arguments of project functions of other files that backpropagate them.
-        if let Some(facts) = self
-            .project()
-            .filter(|f| !f.backward_param_imports.is_empty())
-        {
+        if let Some(facts) = self.project() {
             for (i, call) in self.calls.iter_enumerated() {
                 if call.function.kind() != "identifier" || self.callees[i].is_some() {
                     continue;
                 }
-                let Some(positions) = facts.backward_param_imports.get(self.text(call.function))
-                else {
+                let Some(positions) = facts.backward_params(self.text(call.function)) else {
                     continue;
                 };
                 for &p in positions {

@@ -81,6 +81,25 @@ impl<'a> SemanticModel<'a> {
             .map(|&b| &self.bindings[b])
     }
 
+    /// The methods named `name` of every class of the file, in definition order: what
+    /// a call on a receiver of unknown class may run. Indexed once, so that a query per
+    /// call does not scan every scope of the file.
+    pub fn methods_named(&self, name: &str) -> &[ScopeId] {
+        self.memo
+            .methods_by_name
+            .get_or_init(|| {
+                let mut by_name: FxHashMap<&'a str, Vec<ScopeId>> = FxHashMap::default();
+                for (id, s) in self.scopes.iter_enumerated() {
+                    if s.is_function() && s.class.is_some() {
+                        by_name.entry(s.name).or_default().push(id);
+                    }
+                }
+                by_name
+            })
+            .get(name)
+            .map_or(&[], Vec::as_slice)
+    }
+
     /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.
     pub fn binding_of(&self, expr: Node<'_>, site: Site) -> Option<&Binding<'a>> {
         self.resolve(expr, site, expr.start_byte())
