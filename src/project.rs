@@ -369,9 +369,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 .method_call(&model.calls[c])
                 .is_some_and(|(_, m)| m == "zero_grad")
         });
+        // `return None` says nothing about what the other returns give (a factory that
+        // returns `None` for a missing config and a module otherwise), as for same-file
+        // callees in the model.
         let values: Vec<Value> = scope
             .returns
             .iter()
+            .filter(|(e, _)| e.kind() != "none")
             .map(|&(e, site)| model.value(e, site))
             .collect();
         let returns_graph = values.iter().any(|v| {
