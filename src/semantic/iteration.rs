@@ -96,6 +96,33 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
+    /// Whether `node` runs on every iteration of `loop_`: it stands in the loop's body
+    /// outside any branch of it (blocks of `with` statements are seen through), so no
+    /// interval test (`if step % save_every == 0:`) decides whether it runs.
+    pub fn runs_every_iteration(&self, node: Node<'_>, loop_: LoopId) -> bool {
+        let body = self.loop_(loop_).body;
+        if !body.byte_range().contains(&node.start_byte()) {
+            return false;
+        }
+        let mut n = node;
+        while let Some(p) = n.parent() {
+            if p.id() == body.id() {
+                return true;
+            }
+            if p.kind() == "block" && p.parent().is_none_or(|o| o.kind() != "with_statement") {
+                return false;
+            }
+            if matches!(
+                p.kind(),
+                "lambda" | "function_definition" | "conditional_expression" | "boolean_operator"
+            ) {
+                return false;
+            }
+            n = p;
+        }
+        false
+    }
+
     /// The innermost loop around `site` whose iterations are separate steps (see
     /// [`Self::is_step_loop`]): the iteration a kept graph outlives.
     pub fn step_loop(&self, site: Site) -> Option<LoopId> {
