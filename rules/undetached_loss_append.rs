@@ -84,6 +84,10 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             }
             _ => {}
         }
+        // `predictions = torch.cat((predictions, output))`
+        for piece in model.concatenated_onto_self(a) {
+            report(model, target, piece, a.node, a.site, out);
+        }
     }
 }
 

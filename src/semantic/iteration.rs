@@ -254,6 +254,9 @@ impl<'a> SemanticModel<'a> {
         // Plain assignments only: a file of 100,000 `self.t += loss` has none to scan.
         let candidates = self.assigns.get(&key).map(Vec::as_slice).unwrap_or(&[]);
         let upto = candidates.partition_point(|&b| self.bindings[b].pos <= expr.start_byte());
+        // Fresh: rebound earlier in the same iteration on every path to the read. A
+        // binding in a sibling branch (`if acc is None: acc = out` / `else: acc =
+        // torch.cat((acc, out))`) leaves the other branch reading last step's value.
         let local_fresh = candidates[..upto].iter().any(|&b| {
             let b = &self.bindings[b];
             self.function_of(b.site.scope) == f
@@ -261,6 +264,7 @@ impl<'a> SemanticModel<'a> {
                     Some(l) => self.loop_within(b.site.loop_, l),
                     None => true,
                 }
+                && b.value.is_none_or(|v| self.dominates(v, expr.start_byte()))
         });
         if local_fresh {
             return false;
