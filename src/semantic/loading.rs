@@ -412,7 +412,9 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// An integer expression: a literal, a name bound once to one, or `+`, `-`, `*` of
-    /// those (`CUTOFF_LEN + 1`).
+    /// those (`CUTOFF_LEN + 1`); a parameter counts with its default and a `self.`
+    /// attribute with its one assignment (`self.max_len = max_len` in `__init__`), the
+    /// value the code runs with unless a caller says otherwise.
     fn int_value(&self, v: Node<'a>, site: Site, depth: u32) -> Option<i64> {
         let v = unwrap_parens(v);
         if depth > 8 {
@@ -422,6 +424,23 @@ impl<'a> SemanticModel<'a> {
             "integer" => self.text(v).replace('_', "").parse().ok(),
             "identifier" => {
                 let b = self.binding_of(v, site)?;
+                if b.kind == BindingKind::Parameter {
+                    let default = self.parameter_default(b.owner, b.name)?;
+                    return self.int_value(default, b.site, depth + 1);
+                }
+                if b.kind != BindingKind::Assign || b.index.is_some() {
+                    return None;
+                }
+                self.int_value(b.value?, b.site, depth + 1)
+            }
+            "attribute" => {
+                let key @ NameKey::Attr(..) = self.name_key(v, site.scope)? else {
+                    return None;
+                };
+                let mut stores = self.names.get(&key)?.iter().map(|&b| &self.bindings[b]);
+                let (Some(b), None) = (stores.next(), stores.next()) else {
+                    return None;
+                };
                 if b.kind != BindingKind::Assign || b.index.is_some() {
                     return None;
                 }
