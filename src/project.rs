@@ -46,6 +46,11 @@ pub struct FnSummary {
     pub backward_params: Vec<u32>,
     /// Backpropagates (`.backward()`, `torch.autograd.grad`): a training step.
     pub wants_grad: bool,
+    /// Module-level functions only: the argument every `return` hands back unchanged
+    /// (`load_weights(pipeline, ...)` returning `pipeline`), so the result is placed
+    /// wherever the argument was.
+    #[serde(default)]
+    pub returns_param: Option<u32>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -93,6 +98,9 @@ pub struct FileFacts {
     /// Imported names that are project functions backpropagating some of their
     /// arguments, with those arguments' positions.
     pub backward_param_imports: BTreeMap<String, Vec<u32>>,
+    /// Imported names that are project functions handing back one of their arguments
+    /// unchanged, with its position.
+    pub param_returning_imports: BTreeMap<String, u32>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -400,6 +408,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 Vec::new()
             },
             wants_grad,
+            returns_param: if scope.class.is_none() {
+                model.returned_parameter(id)
+            } else {
+                None
+            },
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -718,6 +731,14 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                    }
+                    if let Some(k) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_param)
+                    {
+                        f.param_returning_imports.insert(i.local.clone(), k);
                     }
                     if let Some(g) = ts
                         .functions

@@ -427,6 +427,24 @@ impl<'a> SemanticModel<'a> {
             }
             return st;
         }
+        // A helper handing back its argument (`pipe = load_weights(pipe, ...)`), defined
+        // here or in another project file.
+        let returned = match self.call_index(base).and_then(|i| self.resolve_call(i)) {
+            Some(callee) => self.returned_parameter(callee),
+            None => self.project().and_then(|p| {
+                (f.kind() == "identifier")
+                    .then(|| p.param_returning_imports.get(self.text(f)).copied())
+                    .flatten()
+            }),
+        };
+        if let Some(i) = returned {
+            return self
+                .positional_args(base)
+                .nth(i as usize)
+                .map(unwrap_parens)
+                .filter(|a| matches!(a.kind(), "identifier" | "attribute" | "call"))
+                .map_or(st, |a| self.expr_state(a, site, a.start_byte(), budget));
+        }
         if let Some(callee) = self.call_index(base).and_then(|i| self.resolve_call(i)) {
             let mut merged: Option<ModelState<'a>> = None;
             for &(ret, ret_site) in &self.scope(callee).returns {
@@ -436,6 +454,38 @@ impl<'a> SemanticModel<'a> {
             return merged.unwrap_or_default();
         }
         st
+    }
+
+    /// The parameter (its position among the call's arguments, `self` not counted) that
+    /// every `return` of the function `f` gives back unchanged: never rebound and never
+    /// converted in `f` (`def load_weights(pipeline, path): ...; return pipeline`). A
+    /// call of such a helper holds whatever its argument held.
+    pub fn returned_parameter(&self, f: ScopeId) -> Option<u32> {
+        let sc = self.scope(f);
+        let mut name: Option<&'a str> = None;
+        for &(r, _) in &sc.returns {
+            let r = unwrap_parens(r);
+            if r.kind() != "identifier" || name.is_some_and(|n| n != self.text(r)) {
+                return None;
+            }
+            name = Some(self.text(r));
+        }
+        let name = name?;
+        let skip = usize::from(sc.self_param().is_some());
+        let pos = sc
+            .params
+            .iter()
+            .position(|&p| p == name)?
+            .checked_sub(skip)?;
+        let key = NameKey::Local(f, name);
+        let rebound = self.names.get(&key).is_some_and(|bs| {
+            bs.iter()
+                .any(|&b| self.bindings[b].kind != BindingKind::Parameter)
+        });
+        if rebound || !self.conversions_of(key).0.is_empty() {
+            return None;
+        }
+        u32::try_from(pos).ok()
     }
 
     /// The state of a name's value just before byte `at`.
