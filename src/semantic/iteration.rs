@@ -254,17 +254,35 @@ impl<'a> SemanticModel<'a> {
         // Plain assignments only: a file of 100,000 `self.t += loss` has none to scan.
         let candidates = self.assigns.get(&key).map(Vec::as_slice).unwrap_or(&[]);
         let upto = candidates.partition_point(|&b| self.bindings[b].pos <= expr.start_byte());
-        // Fresh: rebound earlier in the same iteration on every path to the read. A
-        // binding in a sibling branch (`if acc is None: acc = out` / `else: acc =
-        // torch.cat((acc, out))`) leaves the other branch reading last step's value.
-        let local_fresh = candidates[..upto].iter().any(|&b| {
+        // Fresh: rebound earlier in the same iteration on every path to the read. In a
+        // loop, a binding in a sibling branch (`if acc is None: acc = out` / `else: acc =
+        // torch.cat((acc, out))`) leaves the other branch reading last step's value; a
+        // local of a per-step function (`forward`) starts over at every call anyway.
+        let before = &candidates[..upto];
+        let at = expr.start_byte();
+        // Bound in every branch of an `if`/`else` that runs before the read.
+        let every_arm = |v: Node<'a>| {
+            self.complete_if(v, at).is_some_and(|(_, arms)| {
+                arms.iter().all(|arm| {
+                    before.iter().any(|&o| {
+                        self.bindings[o]
+                            .value
+                            .is_some_and(|ov| arm.byte_range().contains(&ov.start_byte()))
+                    })
+                })
+            })
+        };
+        let local_fresh = before.iter().any(|&b| {
             let b = &self.bindings[b];
             self.function_of(b.site.scope) == f
                 && match step {
-                    Some(l) => self.loop_within(b.site.loop_, l),
+                    Some(l) => {
+                        self.loop_within(b.site.loop_, l)
+                            && b.value
+                                .is_none_or(|v| self.dominates(v, at) || every_arm(v))
+                    }
                     None => true,
                 }
-                && b.value.is_none_or(|v| self.dominates(v, expr.start_byte()))
         });
         if local_fresh {
             return false;
