@@ -51,6 +51,10 @@ pub struct FnSummary {
     /// wherever the argument was.
     #[serde(default)]
     pub returns_param: Option<u32>,
+    /// Module-level functions only: every `return` hands back a model placed on this
+    /// device (`"cuda"` or `"cpu"`).
+    #[serde(default)]
+    pub returns_device: Option<String>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -101,6 +105,8 @@ pub struct FileFacts {
     /// Imported names that are project functions handing back one of their arguments
     /// unchanged, with its position.
     pub param_returning_imports: BTreeMap<String, u32>,
+    /// Imported names that are project functions returning a model on a known device.
+    pub placing_imports: BTreeMap<String, String>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -410,6 +416,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             wants_grad,
             returns_param: if scope.class.is_none() {
                 model.returned_parameter(id)
+            } else {
+                None
+            },
+            returns_device: if scope.class.is_none() {
+                model.returned_device(id).map(str::to_owned)
             } else {
                 None
             },
@@ -739,6 +750,14 @@ impl ProjectIndex {
                         .and_then(|g| g.returns_param)
                     {
                         f.param_returning_imports.insert(i.local.clone(), k);
+                    }
+                    if let Some(d) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_device.clone())
+                    {
+                        f.placing_imports.insert(i.local.clone(), d);
                     }
                     if let Some(g) = ts
                         .functions

@@ -437,6 +437,22 @@ impl<'a> SemanticModel<'a> {
                     .flatten()
             }),
         };
+        // A helper of another project file that hands back a model on a known device.
+        if let Some(d) = self.project().and_then(|p| {
+            (f.kind() == "identifier")
+                .then(|| p.placing_imports.get(self.text(f)))
+                .flatten()
+        }) {
+            st.device = Some(Fact {
+                value: if d == "cpu" {
+                    Device::Cpu
+                } else {
+                    Device::Cuda("")
+                },
+                at: base,
+            });
+            return st;
+        }
         if let Some(i) = returned {
             return self
                 .positional_args(base)
@@ -486,6 +502,24 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         u32::try_from(pos).ok()
+    }
+
+    /// The device every `return` of the function `f` certainly hands back a model on,
+    /// for callers in other files: `"cuda"` or `"cpu"` (`def load_model(h): model =
+    /// Net(h).cuda(); ...; return model`).
+    pub fn returned_device(&self, f: ScopeId) -> Option<&'static str> {
+        let budget = Cell::new(MAX_STATE_STEPS);
+        let mut merged: Option<ModelState<'a>> = None;
+        for &(ret, ret_site) in &self.scope(f).returns {
+            let r = unwrap_parens(ret);
+            let s = self.expr_state(r, ret_site, r.start_byte(), &budget);
+            merged = Some(merged.map_or(s, |m| meet(m, s)));
+        }
+        match merged?.device?.value {
+            Device::Cuda("" | "0") => Some("cuda"),
+            Device::Cpu => Some("cpu"),
+            _ => None,
+        }
     }
 
     /// The state of a name's value just before byte `at`.
@@ -577,6 +611,11 @@ impl<'a> SemanticModel<'a> {
                 *st = match (certain, bd.index, bd.value) {
                     (true, None, Some(v)) => self.state_of_value(v, bd.site, key, *st, budget),
                     (true, Some(_), Some(v)) => self.unpacked_state(v),
+                    // A rebinding on some paths only (`if distributed: model =
+                    // wrap(model)`): what the paths with and without it agree on.
+                    (false, None, Some(v)) if !st.is_none => {
+                        meet(*st, self.state_of_value(v, bd.site, key, *st, budget))
+                    }
                     _ => ModelState::default(),
                 };
             }
