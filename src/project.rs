@@ -55,6 +55,15 @@ pub struct FnSummary {
     pub backward_params: Vec<u32>,
     /// Backpropagates (`.backward()`, `torch.autograd.grad`): a training step.
     pub wants_grad: bool,
+    /// Module-level functions only: the argument every `return` hands back unchanged
+    /// (`load_weights(pipeline, ...)` returning `pipeline`), so the result is placed
+    /// wherever the argument was.
+    #[serde(default)]
+    pub returns_param: Option<u32>,
+    /// Module-level functions only: every `return` hands back a model placed on this
+    /// device (`"cuda"` or `"cpu"`).
+    #[serde(default)]
+    pub returns_device: Option<String>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -103,6 +112,11 @@ pub struct FileFacts {
     /// Imported names that are project functions backpropagating some of their
     /// arguments, with those arguments' positions.
     pub backward_param_imports: BTreeMap<String, Vec<u32>>,
+    /// Imported names that are project functions handing back one of their arguments
+    /// unchanged, with its position.
+    pub param_returning_imports: BTreeMap<String, u32>,
+    /// Imported names that are project functions returning a model on a known device.
+    pub placing_imports: BTreeMap<String, String>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -538,9 +552,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 .method_call(&model.calls[c])
                 .is_some_and(|(_, m)| m == "zero_grad")
         });
+        // `return None` says nothing about what the other returns give (a factory that
+        // returns `None` for a missing config and a module otherwise), as for same-file
+        // callees in the model.
         let values: Vec<Value> = scope
             .returns
             .iter()
+            .filter(|(e, _)| e.kind() != "none")
             .map(|&(e, site)| model.value(e, site))
             .collect();
         let returns_graph = values.iter().any(|v| {
@@ -565,6 +583,16 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 Vec::new()
             },
             wants_grad,
+            returns_param: if scope.class.is_none() {
+                model.returned_parameter(id)
+            } else {
+                None
+            },
+            returns_device: if scope.class.is_none() {
+                model.returned_device(id).map(str::to_owned)
+            } else {
+                None
+            },
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -943,6 +971,22 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                    }
+                    if let Some(k) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_param)
+                    {
+                        f.param_returning_imports.insert(i.local.clone(), k);
+                    }
+                    if let Some(d) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_device.clone())
+                    {
+                        f.placing_imports.insert(i.local.clone(), d);
                     }
                     if let Some(g) = ts
                         .functions

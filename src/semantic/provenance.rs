@@ -620,6 +620,12 @@ impl<'a> SemanticModel<'a> {
             if q.is_torch() && q.segments().len() > 1 {
                 return self.eval_torch_call(q, node, site, d);
             }
+            // NumPy computes on arrays, and a tensor that requires grad refuses to become
+            // one (`__array__` raises): what a NumPy function returns carries no graph
+            // (`np.mean(step_losses)` in working code averages numbers).
+            if q.first() == Some("numpy") && q.segments().len() > 1 {
+                return Value::Detached;
+            }
             if q.segments().len() == 1 {
                 let name = q.last().unwrap_or("");
                 let bound = self.resolve(func, site, func.start_byte()).is_some();

@@ -68,6 +68,18 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// The default value written for parameter `name` of the function `scope`
+    /// (`max_seq_length: int = 128`), if it has one.
+    pub fn parameter_default(&self, scope: ScopeId, name: &str) -> Option<Node<'a>> {
+        let params = self.scope(scope).node.field("parameters")?;
+        let mut cursor = params.walk();
+        let found = params.named_children(&mut cursor).find(|p| {
+            matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+                && p.field("name").is_some_and(|n| self.text(n) == name)
+        });
+        found.and_then(|p| p.field("value"))
+    }
+
     /// Every binding of the local `name` in `scope`, in source order.
     pub fn local_bindings(
         &self,
