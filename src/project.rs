@@ -171,6 +171,8 @@ pub enum FactQuery {
     BackwardParams(String),
     ForwardImport(String),
     ForwardMethod(String),
+    ReturnedParam(String),
+    PlacingImport(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -179,6 +181,8 @@ enum Answer<'f> {
     Bool(bool),
     Caller(Option<bool>),
     Params(Option<&'f [u32]>),
+    Position(Option<u32>),
+    Device(Option<&'f str>),
 }
 
 impl FactQuery {
@@ -194,6 +198,12 @@ impl FactQuery {
             }
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
+            FactQuery::ReturnedParam(n) => {
+                Answer::Position(f.param_returning_imports.get(n).copied())
+            }
+            FactQuery::PlacingImport(n) => {
+                Answer::Device(f.placing_imports.get(n).map(String::as_str))
+            }
         }
     }
 
@@ -279,6 +289,19 @@ impl<'m> Facts<'m> {
     pub fn forward_method(&self, name: &str) -> bool {
         self.ask(|| FactQuery::ForwardMethod(name.to_owned()));
         self.facts.forward_methods.contains(name)
+    }
+
+    /// The position of the argument that the imported project function `name` hands
+    /// back unchanged.
+    pub fn returned_param(&self, name: &str) -> Option<u32> {
+        self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
+        self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// The device the imported project function `name` returns its model on.
+    pub fn placing_import(&self, name: &str) -> Option<&'m str> {
+        self.ask(|| FactQuery::PlacingImport(name.to_owned()));
+        self.facts.placing_imports.get(name).map(String::as_str)
     }
 }
 

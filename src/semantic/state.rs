@@ -433,14 +433,14 @@ impl<'a> SemanticModel<'a> {
             Some(callee) => self.returned_parameter(callee),
             None => self.project().and_then(|p| {
                 (f.kind() == "identifier")
-                    .then(|| p.param_returning_imports.get(self.text(f)).copied())
+                    .then(|| p.returned_param(self.text(f)))
                     .flatten()
             }),
         };
         // A helper of another project file that hands back a model on a known device.
         if let Some(d) = self.project().and_then(|p| {
             (f.kind() == "identifier")
-                .then(|| p.placing_imports.get(self.text(f)))
+                .then(|| p.placing_import(self.text(f)))
                 .flatten()
         }) {
             st.device = Some(Fact {
