@@ -80,6 +80,10 @@ enum Region<'a> {
     /// The whole of a routine that trains or evaluates behind a flag, which a caller
     /// runs with the flag set to evaluate.
     FlagEval,
+    /// What follows a training loop in the same scope (a script's prediction after
+    /// training, at module level or in `main`), from the byte where that loop ends:
+    /// forwards outside loops whose outputs only reach detached reads.
+    AfterTraining(usize),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -186,11 +190,18 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if gate.is_some_and(|(_, by_caller)| by_caller) && named.is_none() {
             contexts.push(Region::FlagEval);
         }
+        if named.is_none() && gate.is_none() {
+            if let Some(end) = training_ends(model, &grad_calls) {
+                contexts.push(Region::AfterTraining(end));
+            }
+        }
+        let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
             continue;
         }
         let mut reported: Vec<(usize, usize)> = Vec::new();
         for ctx in contexts {
+            let exempting = region_grad_calls(model, &grad_calls, ctx);
             let candidates: Vec<CallId> = calls.iter().copied().filter(|&i| {
                 let c = &model.calls[i];
                 // A lambda or nested function inside is its own scope.
@@ -202,6 +213,12 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     Region::Loop(l) => model.loop_within(c.site.loop_, l),
                     Region::Inference(l) => {
                         model.loop_within(c.site.loop_, l) && output_only_detached(model, i, l)
+                    }
+                    Region::AfterTraining(start) => {
+                        c.site.loop_.is_none()
+                            && c.node.start_byte() >= start
+                            && !fx.only_by_method(i)
+                            && scope_body.is_some_and(|b| output_only_detached_in(model, i, b))
                     }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
@@ -217,7 +234,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && model.grad_enabled(c.site)
                     && !model.callee(i).is_some_and(|g| named_fns.contains(&g))
                     && fx.is_forward(i)
-                    && !wants_grad_here(model, &grad_calls, i)
+                    && !wants_grad_here(model, &exempting, i)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
             }).collect();
             // Reported at a definite forward when there is one, not at a method of the
@@ -237,6 +254,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     (n.start_byte(), n.end_byte())
                 }
                 Region::AfterEval(s, e, _) => (s, e),
+                Region::AfterTraining(s) => (s, usize::MAX),
                 Region::Function | Region::FlagEval => (0, usize::MAX),
             };
             let at = c.node.start_byte();
@@ -260,6 +278,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Inference(_), _) => {
                     "this loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::AfterTraining(_), _) => {
+                    "prediction after the training loop, whose outputs are only read detached,".to_owned()
                 }
                 _ => "code after `.eval()`".to_owned(),
             };
@@ -408,6 +429,12 @@ fn read_chain(node: Node<'_>) -> Node<'_> {
 /// detached (`.cpu().numpy()`, `.argmax()`, a helper returning `.item()`), or every
 /// later read of the name it is bound to does.
 fn output_only_detached(model: &SemanticModel<'_>, call: CallId, l: LoopId) -> bool {
+    output_only_detached_in(model, call, model.loop_(l).body)
+}
+
+/// Whether a forward's outputs are only read detached in `body`, the block it stands in
+/// (a loop body, or the rest of its function or module).
+fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>) -> bool {
     let c = &model.calls[call];
     let top = read_chain(c.node);
     if top.id() != c.node.id() {
@@ -434,10 +461,49 @@ fn output_only_detached(model: &SemanticModel<'_>, call: CallId, l: LoopId) -> b
     {
         return true;
     }
-    let Some(p) = top.parent().filter(|p| p.kind() == "assignment") else {
+    // Bound to names, directly or through tensor operations (`_, pred = torch.max(net(x), 1)`).
+    let Some(p) = top
+        .parent()
+        .filter(|p| p.kind() == "assignment")
+        .or_else(|| flows_into_assignment(top))
+    else {
         return false;
     };
-    bound_only_read_detached(model, p, model.loop_(l).body, c.site, 0)
+    bound_only_read_detached(model, p, body, c.site, 0)
+}
+
+/// Where the first loop of a scope that trains (asks for gradients in its body) ends:
+/// code after it that runs the model once and only reads the result is prediction.
+fn training_ends(model: &SemanticModel<'_>, grad_calls: &[CallId]) -> Option<usize> {
+    grad_calls
+        .iter()
+        .filter_map(|&g| {
+            let mut l = model.calls[g].site.loop_?;
+            while let Some(p) = model.loop_(l).parent {
+                l = p;
+            }
+            Some(model.loop_(l).node.end_byte())
+        })
+        .min()
+}
+
+/// The calls asking for gradients that exempt forwards of region `ctx`. Between
+/// `model.eval()` and the next `model.train()` only those in that stretch count: a
+/// preview right after `G.eval()` in a loop that also trains wants no gradient.
+fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Region<'_>) -> Vec<CallId> {
+    match ctx {
+        Region::AfterEval(s, e, _) => grad_calls
+            .iter()
+            .copied()
+            .filter(|&g| {
+                let at = model.calls[g].node.start_byte();
+                at >= s && at < e
+            })
+            .collect(),
+        // Its forwards' outputs are only read detached: none can feed a backward.
+        Region::AfterTraining(_) => Vec::new(),
+        _ => grad_calls.to_vec(),
+    }
 }
 
 /// The names that assignment `p` binds, if it binds only plain names.
@@ -799,10 +865,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
         if self.is_frozen(call) {
             return false;
         }
+        let c = &m.calls[call];
+        // A forward takes an input: `self.model.merge_adapter()` is a method of the model.
+        if c.arguments.is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0) {
+            return false;
+        }
         if is_model_forward(m, call) {
             return true;
         }
-        let c = &m.calls[call];
         // A helper or module method of another project file that runs a forward.
         if method_defs(m, m.method_call(c).map_or("", |(_, meth)| meth)).next().is_none()
             && project_forward(m, call).is_some()
@@ -964,7 +1034,9 @@ fn is_model_forward(model: &SemanticModel<'_>, call: CallId) -> bool {
     let c = &model.calls[call];
     // A call known to make no graph is no forward worth a finding (a parameterless
     // module built on the spot and applied to fresh tensors).
-    if c.site.grad != GradMode::Disabled && model.value(c.node, c.site) == Value::Detached {
+    if c.site.grad != GradMode::Disabled && model.value(c.node, c.site) == Value::Detached
+        || model.is_no_forward_call(c.node, c.site)
+    {
         return false;
     }
     if let Some((recv, m)) = model.method_call(c) {
