@@ -48,6 +48,13 @@ impl<'a> SemanticModel<'a> {
             let name = crate::project::qualname(self, f)?;
             p.external_callers.get(&name).copied()
         });
+        // A closure its factory returns (`def make_val_step(model): def step(x): ...;
+        // return step`) runs wherever the returned value is called, which this model
+        // does not follow: its grad mode is not known.
+        if callers.is_empty() && external.is_none() && self.is_returned_closure(f) {
+            self.memo.scope_grad.borrow_mut()[f] = Some(GradMode::Unknown);
+            return GradMode::Unknown;
+        }
         let g = if (!callers.is_empty() || external.is_some())
             && external != Some(false)
             && callers
@@ -64,6 +71,18 @@ impl<'a> SemanticModel<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
+    /// Whether function `f` is defined inside another function that returns it by name.
+    pub fn is_returned_closure(&self, f: ScopeId) -> bool {
+        let sc = self.scope(f);
+        let Some(parent) = sc.parent.filter(|&p| self.scope(p).is_function()) else {
+            return false;
+        };
+        self.scope(parent)
+            .returns
+            .iter()
+            .any(|&(r, _)| r.kind() == "identifier" && self.text(r) == sc.name)
+    }
+
     /// Whether `node` is code of another array framework: the file imports JAX, Flax,
     /// TensorFlow or Keras and not PyTorch, or `node` sits in the branch of an `if`
     /// whose condition names that framework (`if backend == "tf":`, `if is_tf_available():`).
