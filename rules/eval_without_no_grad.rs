@@ -551,12 +551,17 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
         return false;
     };
     let after = p.end_byte();
+    let cuts = rebound_at(model, p, body, &bound);
     let mut reads = 0;
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind() == "identifier" && n.start_byte() >= after && bound.contains(&model.text(n)) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {
+                continue;
+            }
+            // Read after a rebinding in the same block: the new value's business.
+            if cuts.iter().any(|&(name, at)| name == model.text(n) && n.start_byte() >= at) {
                 continue;
             }
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
@@ -583,6 +588,35 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
         stack.extend(n.named_children(&mut w));
     }
     reads > 0
+}
+
+/// Where each of `bound` is rebound after assignment `p` by an assignment in the same
+/// block (`predict = predict.data.max(1)[1]`): the end of the first such assignment.
+fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound: &[&'a str]) -> Vec<(&'a str, usize)> {
+    let block = |a: Node<'a>| a.parent().and_then(|s| s.parent()).map(|b| b.id());
+    let mut cuts: Vec<(&'a str, usize)> = Vec::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" && n.start_byte() >= p.end_byte() && is_assignment_target(n) {
+            let name = model.text(n);
+            let mut q = n;
+            while let Some(up) = q.parent() {
+                q = up;
+                if q.kind() == "assignment" {
+                    break;
+                }
+            }
+            if bound.contains(&name) && q.kind() == "assignment" && block(q) == block(p) {
+                match cuts.iter_mut().find(|(x, _)| *x == name) {
+                    Some(c) => c.1 = c.1.min(q.end_byte()),
+                    None => cuts.push((name, q.end_byte())),
+                }
+            }
+        }
+        let mut w = n.walk();
+        stack.extend(n.named_children(&mut w));
+    }
+    cuts
 }
 
 /// Whether function `f` is evaluation or inference as a whole, and which kind (for the
