@@ -655,6 +655,15 @@ fn named_context(
         if in_module_class && !has_generation_loop(model, f) {
             return None;
         }
+        // A step that another routine of the model runs (`self.sample_latent(...)` in a
+        // generation loop, of this file or another): the routine is the entry point,
+        // its grad mode the one this runs in.
+        if in_module_class
+            && (!model.callers(f).is_empty()
+                || model.project().is_some_and(|p| p.model_steps.contains(s.name)))
+        {
+            return None;
+        }
         // Sampling that keeps graphs for a later backward (REINFORCE's log-probs) is
         // training.
         if stores_graph(model, fx, f) {

@@ -76,6 +76,9 @@ pub struct FileSummary {
     pub functions: Vec<FnSummary>,
     pub imports: Vec<ImportSummary>,
     pub calls: Vec<CallSummary>,
+    /// Method names called on `self` (`self.sample_latent(...)`).
+    #[serde(default)]
+    pub self_calls: Vec<String>,
 }
 
 /// What one file needs from the rest of the project.
@@ -100,6 +103,10 @@ pub struct FileFacts {
     /// forward, and that no project definition trains with: `vae.inference(n)`,
     /// `decoder.sample(features)`.
     pub forward_methods: BTreeSet<String>,
+    /// Method names that a project `nn.Module` subclass runs a forward in and that some
+    /// project method calls on `self`: steps of a larger routine of the model
+    /// (`self.sample_latent(...)` from a generation loop), not entry points.
+    pub model_steps: BTreeSet<String>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -456,6 +463,22 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.calls
         .sort_by(|a, b| (&a.local, &a.attr, a.no_grad).cmp(&(&b.local, &b.attr, b.no_grad)));
     s.calls.dedup();
+    s.self_calls = model
+        .calls
+        .iter()
+        .filter_map(|c| {
+            let f = crate::semantic::unwrap_parens(c.function);
+            let o = f.child_by_field_name("object")?;
+            (f.kind() == "attribute" && o.kind() == "identifier" && model.text(o) == "self").then(
+                || {
+                    f.child_by_field_name("attribute")
+                        .map(|a| model.text(a).to_owned())
+                },
+            )?
+        })
+        .collect();
+    s.self_calls.sort_unstable();
+    s.self_calls.dedup();
     s
 }
 
@@ -666,6 +689,11 @@ impl ProjectIndex {
                 e.1 |= f.wants_grad || f.resets_grads;
             }
         }
+        let fwd_defined: Vec<&str> = fwd
+            .iter()
+            .filter(|(_, (r, _))| *r)
+            .map(|(m, _)| *m)
+            .collect();
         let forward_methods: BTreeSet<String> = fwd
             .into_iter()
             .filter(|(m, (r, t))| {
@@ -676,12 +704,22 @@ impl ProjectIndex {
             })
             .map(|(m, _)| m.to_owned())
             .collect();
+        let self_called: BTreeSet<&str> = files
+            .values()
+            .flat_map(|s| s.self_calls.iter().map(String::as_str))
+            .collect();
+        let model_steps: BTreeSet<String> = fwd_defined
+            .into_iter()
+            .filter(|m| self_called.contains(m))
+            .map(str::to_owned)
+            .collect();
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
+                model_steps: model_steps.clone(),
                 ..Default::default()
             };
             for func in &s.functions {
