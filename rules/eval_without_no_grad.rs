@@ -80,10 +80,11 @@ enum Region<'a> {
     /// The whole of a routine that trains or evaluates behind a flag, which a caller
     /// runs with the flag set to evaluate.
     FlagEval,
-    /// What follows a training loop in the same scope (a script's prediction after
-    /// training, at module level or in `main`), from the byte where that loop ends:
-    /// forwards outside loops whose outputs only reach detached reads.
-    AfterTraining(usize),
+    /// What follows a training loop in the block around it (a script's prediction
+    /// after training, at module level or in `main`; the per-epoch evaluation after the
+    /// loop over batches), from the byte where that loop ends, in the loop around it
+    /// (`None`: outside loops): forwards there whose outputs only reach detached reads.
+    AfterTraining(usize, Option<LoopId>),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -191,9 +192,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             contexts.push(Region::FlagEval);
         }
         if named.is_none() && gate.is_none() {
-            if let Some(end) = training_ends(model, &grad_calls) {
-                contexts.push(Region::AfterTraining(end));
-            }
+            contexts.extend(
+                training_ends(model, &grad_calls)
+                    .into_iter()
+                    .map(|(end, within)| Region::AfterTraining(end, within)),
+            );
         }
         let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
@@ -214,11 +217,14 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     Region::Inference(l) => {
                         model.loop_within(c.site.loop_, l) && output_only_detached(model, i, l)
                     }
-                    Region::AfterTraining(start) => {
-                        c.site.loop_.is_none()
+                    Region::AfterTraining(start, within) => {
+                        c.site.loop_ == within
                             && c.node.start_byte() >= start
                             && !fx.only_by_method(i)
-                            && scope_body.is_some_and(|b| output_only_detached_in(model, i, b))
+                            && within
+                                .map(|p| model.loop_(p).body)
+                                .or(scope_body)
+                                .is_some_and(|b| output_only_detached_in(model, i, b))
                     }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
@@ -254,7 +260,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     (n.start_byte(), n.end_byte())
                 }
                 Region::AfterEval(s, e, _) => (s, e),
-                Region::AfterTraining(s) => (s, usize::MAX),
+                Region::AfterTraining(s, within) => {
+                    (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
+                }
                 Region::Function | Region::FlagEval => (0, usize::MAX),
             };
             let at = c.node.start_byte();
@@ -279,7 +287,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 (Region::Inference(_), _) => {
                     "this loop, which only reads the model's outputs detached,".to_owned()
                 }
-                (Region::AfterTraining(_), _) => {
+                (Region::AfterTraining(..), _) => {
                     "prediction after the training loop, whose outputs are only read detached,".to_owned()
                 }
                 _ => "code after `.eval()`".to_owned(),
@@ -461,6 +469,23 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     {
         return true;
     }
+    // Computed on into an expression read detached: `loss(net(x), y).item()`.
+    let mut x = top;
+    for _ in 0..8 {
+        let Some(p) = x.parent() else { break };
+        x = match p.kind() {
+            "argument_list" => match p.parent() {
+                Some(call) => call,
+                None => break,
+            },
+            "binary_operator" | "unary_operator" | "parenthesized_expression" => p,
+            _ => break,
+        };
+        let t = read_chain(x);
+        if t.id() != x.id() && chain_detached(model, x, t, c.site) == Some(true) {
+            return true;
+        }
+    }
     // Bound to names, directly or through tensor operations (`_, pred = torch.max(net(x), 1)`).
     let Some(p) = top
         .parent()
@@ -472,19 +497,25 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     bound_only_read_detached(model, p, body, c.site, 0)
 }
 
-/// Where the first loop of a scope that trains (asks for gradients in its body) ends:
-/// code after it that runs the model once and only reads the result is prediction.
-fn training_ends(model: &SemanticModel<'_>, grad_calls: &[CallId]) -> Option<usize> {
-    grad_calls
-        .iter()
-        .filter_map(|&g| {
-            let mut l = model.calls[g].site.loop_?;
-            while let Some(p) = model.loop_(l).parent {
-                l = p;
+/// Where the first loop that trains (asks for gradients in its body) ends, in each
+/// block that holds one, by the loop around that block (`None`: outside loops): code
+/// after it that runs the model and only reads the result is prediction or evaluation.
+fn training_ends(model: &SemanticModel<'_>, grad_calls: &[CallId]) -> Vec<(usize, Option<LoopId>)> {
+    let mut ends: Vec<(usize, Option<LoopId>)> = Vec::new();
+    for &g in grad_calls {
+        let mut l = model.calls[g].site.loop_;
+        while let Some(id) = l {
+            let lp = model.loop_(id);
+            let end = lp.node.end_byte();
+            match ends.iter_mut().find(|(_, w)| *w == lp.parent) {
+                Some(e) => e.0 = e.0.min(end),
+                None => ends.push((end, lp.parent)),
             }
-            Some(model.loop_(l).node.end_byte())
-        })
-        .min()
+            l = lp.parent;
+        }
+    }
+    ends.sort_unstable_by_key(|&(end, _)| end);
+    ends
 }
 
 /// The calls asking for gradients that exempt forwards of region `ctx`. Between
@@ -501,7 +532,7 @@ fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Regi
             })
             .collect(),
         // Its forwards' outputs are only read detached: none can feed a backward.
-        Region::AfterTraining(_) => Vec::new(),
+        Region::AfterTraining(..) => Vec::new(),
         _ => grad_calls.to_vec(),
     }
 }
