@@ -85,6 +85,9 @@ enum Region<'a> {
     /// loop over batches), from the byte where that loop ends, in the loop around it
     /// (`None`: outside loops): forwards there whose outputs only reach detached reads.
     AfterTraining(usize, Option<LoopId>),
+    /// A branch of a training loop's body that asks for no gradient (`if step % 100
+    /// == 0:` saving a preview): forwards there whose outputs only reach detached reads.
+    Branch(LoopId, Node<'a>),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -198,6 +201,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     .map(|(end, within)| Region::AfterTraining(end, within)),
             );
         }
+        if named.is_none() && gate.is_none() {
+            contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
+        }
         let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
             continue;
@@ -225,6 +231,13 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                                 .map(|p| model.loop_(p).body)
                                 .or(scope_body)
                                 .is_some_and(|b| output_only_detached_in(model, i, b))
+                    }
+                    Region::Branch(l, b) => {
+                        c.site.loop_ == Some(l)
+                            && c.node.start_byte() >= b.start_byte()
+                            && c.node.end_byte() <= b.end_byte()
+                            && !fx.only_by_method(i)
+                            && output_only_detached_in(model, i, b)
                     }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
@@ -260,6 +273,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     (n.start_byte(), n.end_byte())
                 }
                 Region::AfterEval(s, e, _) => (s, e),
+                Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
@@ -286,6 +300,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Inference(_), _) => {
                     "this loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::Branch(..), _) => {
+                    "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
                 }
                 (Region::AfterTraining(..), _) => {
                     "prediction after the training loop, whose outputs are only read detached,".to_owned()
@@ -518,6 +535,31 @@ fn training_ends(model: &SemanticModel<'_>, grad_calls: &[CallId]) -> Vec<(usize
     ends
 }
 
+/// The branches (`if` blocks straight in the body) of loops of function `f` that train
+/// in their own body, where nothing asks for gradients: a preview or a log every N
+/// steps.
+fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls: &[CallId]) -> Vec<(LoopId, Node<'a>)> {
+    let mut out = Vec::new();
+    for l in model.loops.ids() {
+        if model.function_of(model.loop_(l).scope) != f || !grad_calls.iter().any(|&g| model.calls[g].site.loop_ == Some(l)) {
+            continue;
+        }
+        let body = model.loop_(l).body;
+        let mut w = body.walk();
+        for st in body.named_children(&mut w).filter(|st| st.kind() == "if_statement") {
+            let Some(b) = st.field("consequence") else { continue };
+            let quiet = !grad_calls.iter().any(|&g| {
+                let n = model.calls[g].node;
+                n.start_byte() >= b.start_byte() && n.end_byte() <= b.end_byte()
+            });
+            if quiet {
+                out.push((l, b));
+            }
+        }
+    }
+    out
+}
+
 /// The calls asking for gradients that exempt forwards of region `ctx`. Between
 /// `model.eval()` and the next `model.train()` only those in that stretch count: a
 /// preview right after `G.eval()` in a loop that also trains wants no gradient.
@@ -532,7 +574,7 @@ fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Regi
             })
             .collect(),
         // Its forwards' outputs are only read detached: none can feed a backward.
-        Region::AfterTraining(..) => Vec::new(),
+        Region::AfterTraining(..) | Region::Branch(..) => Vec::new(),
         _ => grad_calls.to_vec(),
     }
 }
