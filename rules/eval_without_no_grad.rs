@@ -11,7 +11,10 @@ declare_rule! {
     /// evaluation loader (`val_loader`, `self.test_loader`), or a loop that only reads the
     /// model's outputs detached and asks for no gradient, when a forward in it (directly,
     /// through a same-file helper, or through a model method) is not under
-    /// `torch.no_grad()`/`torch.inference_mode()`. Reported once per region.
+    /// `torch.no_grad()`/`torch.inference_mode()`. Also the code after a training loop
+    /// (a script's prediction, the per-epoch evaluation after the loop over batches) and
+    /// a branch of a training loop that asks for no gradient (a preview every N steps),
+    /// where a forward's outputs are only read detached. Reported once per region.
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
