@@ -1047,6 +1047,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
             }
             if m.value(recv, c.site) != Value::Module
                 || !self.handled_as_module.contains(&m.text(recv))
+                || m.project().is_some_and(|p| p.training_method(meth))
             {
                 return false;
             }

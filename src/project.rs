@@ -132,6 +132,9 @@ pub struct FileFacts {
     /// project method calls on `self`: steps of a larger routine of the model
     /// (`self.sample_latent(...)` from a generation loop), not entry points. Shared.
     pub model_steps: Arc<BTreeSet<String>>,
+    /// Method names that a project `nn.Module` subclass defines asking for gradients
+    /// or resetting them. Shared.
+    pub training_methods: Arc<BTreeSet<String>>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -179,6 +182,7 @@ pub enum FactQuery {
     ForwardImport(String),
     ForwardMethod(String),
     ModelStep(String),
+    TrainingMethod(String),
     ReturnedParam(String),
     PlacingImport(String),
 }
@@ -207,6 +211,7 @@ impl FactQuery {
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
             FactQuery::ModelStep(n) => Answer::Bool(f.model_steps.contains(n)),
+            FactQuery::TrainingMethod(n) => Answer::Bool(f.training_methods.contains(n)),
             FactQuery::ReturnedParam(n) => {
                 Answer::Position(f.param_returning_imports.get(n).copied())
             }
@@ -305,6 +310,14 @@ impl<'m> Facts<'m> {
     pub fn model_step(&self, name: &str) -> bool {
         self.ask(|| FactQuery::ModelStep(name.to_owned()));
         self.facts.model_steps.contains(name)
+    }
+
+    /// Whether some project module class defines a method `name` that asks for
+    /// gradients or resets them (`maml.finetunning(...)` adapting a copy with
+    /// `torch.autograd.grad`): a call of it is training, not inference.
+    pub fn training_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::TrainingMethod(name.to_owned()));
+        self.facts.training_methods.contains(name)
     }
 
     /// The position of the argument that the imported project function `name` hands
@@ -964,14 +977,19 @@ impl ProjectIndex {
             .collect();
         // Method names that a project module class runs a forward in, none training.
         let mut fwd: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+        let mut training: BTreeSet<String> = BTreeSet::new();
         for s in files.values() {
             for f in s.functions.iter().filter(|f| f.method) {
                 let Some((class, m)) = f.name.rsplit_once('.') else {
                     continue;
                 };
                 let e = fwd.entry(m).or_insert((false, false));
-                e.0 |= f.runs_forward && s.module_classes.iter().any(|c| c == class);
+                let in_module = s.module_classes.iter().any(|c| c == class);
+                e.0 |= f.runs_forward && in_module;
                 e.1 |= f.wants_grad || f.resets_grads;
+                if in_module && (f.wants_grad || f.resets_grads) {
+                    training.insert(m.to_owned());
+                }
             }
         }
         let fwd_defined: Vec<&str> = fwd
@@ -1000,10 +1018,11 @@ impl ProjectIndex {
             .collect();
         // Shared, not copied per file: on a large project these sets hold thousands of
         // names, and a copy for each of thousands of files held gigabytes.
-        let (detached_methods, forward_methods, model_steps) = (
+        let (detached_methods, forward_methods, model_steps, training_methods) = (
             Arc::new(detached_methods),
             Arc::new(forward_methods),
             Arc::new(model_steps),
+            Arc::new(training),
         );
         let mut facts = HashMap::new();
         for (p, s) in &files {
@@ -1012,6 +1031,7 @@ impl ProjectIndex {
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),
+                training_methods: training_methods.clone(),
                 ..Default::default()
             };
             for func in &s.functions {
