@@ -34,6 +34,7 @@ declare_rule! {
         code: "OOM402",
         name: "redundant-device-move",
         severity: Severity::Warning,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DEVICE_METHODS),
     };

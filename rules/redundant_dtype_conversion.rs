@@ -36,6 +36,7 @@ declare_rule! {
         code: "OOM401",
         name: "redundant-dtype-conversion",
         severity: Severity::Warning,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DTYPE_METHODS),
     };

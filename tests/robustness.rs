@@ -561,6 +561,7 @@ static PANICS: Rule = Rule {
     code: "OOM999",
     name: "panics",
     severity: Severity::Error,
+    fix: oomlint::rule::FixAvailability::None,
     doc: "",
     check: panicking_check,
     prefilter: |_| true,

@@ -14,6 +14,8 @@ pub struct Summary {
     pub errors: usize,
     /// Files skipped as larger than `--max-file-size`.
     pub skipped: usize,
+    /// With `--fix`: how many findings the fixes removed (`findings` are those left).
+    pub fixed: Option<usize>,
 }
 
 impl Summary {
@@ -24,6 +26,7 @@ impl Summary {
             checked,
             errors,
             skipped,
+            fixed: None,
         }
     }
 
@@ -58,6 +61,22 @@ impl fmt::Display for Summary {
             ..
         } = *self;
         let checked = self.checked();
+        let fixed = self.fixed.unwrap_or(0);
+        if fixed > 0 {
+            // ruff's wording: the problems found, how many the fixes removed, how many are left.
+            let and_errors = match errors {
+                0 => String::new(),
+                1 => "; 1 error (see above)".to_owned(),
+                n => format!("; {n} errors (see above)"),
+            };
+            let found = n_findings + fixed;
+            return write!(
+                f,
+                "Found {found} {} ({fixed} fixed, {n_findings} remaining) in {n_files_with} {} ({checked}){and_errors}",
+                if found == 1 { "problem" } else { "problems" },
+                files_word(n_files_with),
+            );
+        }
         if n_findings == 0 && errors > 0 {
             // Not "all checks passed": some files could not be checked at all.
             write!(

@@ -21,10 +21,15 @@
 //! - `passes`: passes over a graph (`backward`, `autograd.grad`), `retain_graph`, which follow which;
 //! - [`state`]: dtype and device of models before a conversion;
 //! - `flow`: dominance and complete `if`/`else` chains;
+//! - `uses`: how a stored value is used later (only as a number? only summed?), whether
+//!   a value is a scalar, whether a function's outputs can reach a backward: the facts
+//!   that make a fix safe;
+//! - `edits`: the syntax of fixes: statements, indentation, how the file spells `torch`;
 //! - [`names`]: the vocabulary (method lists shared with the prefilter, name heuristics).
 
 mod builder;
 mod device;
+mod edits;
 mod flow;
 mod grad;
 pub mod ids;
@@ -37,6 +42,7 @@ mod provenance;
 mod scopes;
 pub mod state;
 mod syntax;
+mod uses;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::ops::Range;
