@@ -209,4 +209,83 @@ impl<'a> SemanticModel<'a> {
             ]
         }
     }
+
+    /// The edit that removes the conversion call `call` (`recv.to(...)`, `recv.half()`)
+    /// from the code, leaving the value of its receiver: the link is cut from a chain
+    /// (`model.half().eval()` -> `model.eval()`); a statement that is then only the
+    /// receiver (`model.half()`, `model = model.half()`) is deleted with its line.
+    /// `None` when the statement is alone in its block (deleting it would leave the
+    /// block empty) or shares its line with other code.
+    pub fn remove_call(&self, call: Node<'_>) -> Option<Edit> {
+        let f = call.field("function").filter(|f| f.kind() == "attribute")?;
+        let recv = f.field("object")?;
+        let stmt = self.statement_of(call)?;
+        let whole = |n: Node<'_>| unwrap_parens(n).id() == call.id();
+        let recv_plain = matches!(unwrap_parens(recv).kind(), "identifier" | "attribute");
+        let first = stmt
+            .named_child(0)
+            .filter(|_| stmt.kind() == "expression_statement");
+        let bare = first.is_some_and(whole) && recv_plain;
+        // `model = model.half()`
+        let rebind = first.filter(|a| a.kind() == "assignment").is_some_and(|a| {
+            a.field("right").is_some_and(whole)
+                && a.field("left")
+                    .is_some_and(|l| self.text(l) == self.text(unwrap_parens(recv)))
+        });
+        let useless = bare || rebind;
+        if !useless {
+            return Some(Edit::delete(recv.end_byte()..call.end_byte()));
+        }
+        self.delete_statement(stmt)
+    }
+
+    /// The edit that deletes the statement `stmt` with its line (a trailing comment
+    /// included); `None` when it is alone in its block or shares its line.
+    pub fn delete_statement(&self, stmt: Node<'_>) -> Option<Edit> {
+        let block = stmt.parent()?;
+        if block.kind() == "block" && block.named_child_count() <= 1 {
+            return None;
+        }
+        if !self.starts_line(stmt) {
+            return None;
+        }
+        let end = stmt.end_byte();
+        let after = &self.source[end..];
+        let eol = after.find('\n').map_or(self.source.len(), |i| end + i + 1);
+        let rest = self.source[end..eol].trim_start_matches([' ', '\t', '\r', '\n']);
+        if !(rest.is_empty() || rest.starts_with('#')) {
+            return None;
+        }
+        Some(Edit::delete(self.line_start_of(stmt.start_byte())..eol))
+    }
+
+    /// Whether the name `name` is not read or written anywhere between the byte offsets
+    /// `from` and `to` of its function (or module): nothing in between can have changed
+    /// what it refers to, or added to it.
+    pub fn untouched_between(&self, name: &str, scope: ScopeId, from: usize, to: usize) -> bool {
+        let within = self
+            .function_of(scope)
+            .map_or(self.root, |f| self.scope(f).node);
+        let mut stack = vec![within];
+        let mut seen = 0usize;
+        while let Some(n) = stack.pop() {
+            seen += 1;
+            if seen > 200_000 {
+                return false;
+            }
+            if n.end_byte() <= from || n.start_byte() >= to {
+                continue;
+            }
+            if n.kind() == "identifier"
+                && n.start_byte() >= from
+                && n.end_byte() <= to
+                && self.text(n) == name
+            {
+                return false;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        true
+    }
 }
