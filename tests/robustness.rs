@@ -967,8 +967,8 @@ fn an_unlintable_file_is_an_error_in_every_format() {
         assert!(!r.stdout.contains("bin.py"), "{format}: {}", r.stdout);
         if format == "text" {
             assert!(
-                r.stderr.ends_with(
-                    "Found 4 problems in 2 files (3 files checked); 1 error (see above)\n"
+                r.stderr.contains(
+                    "\nFound 4 problems in 2 files (3 files checked); 1 error (see above)\n"
                 ),
                 "{}",
                 r.stderr

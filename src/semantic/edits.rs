@@ -68,6 +68,29 @@ impl<'a> SemanticModel<'a> {
         if let Some(u) = unit_of(stmt) {
             return u;
         }
+        self.memo
+            .indent_unit
+            .get_or_init(|| self.file_indent_unit(stmt))
+            .clone()
+    }
+
+    /// The indentation unit of the first block of the file that shows one.
+    fn file_indent_unit(&self, stmt: Node<'_>) -> String {
+        let unit_of = |compound: Node<'_>| -> Option<String> {
+            let body = compound
+                .field("body")
+                .or_else(|| compound.field("consequence"))?;
+            let first = body.named_child(0)?;
+            if first.start_position().row == compound.start_position().row {
+                return None;
+            }
+            let outer = self.indent_at(compound.start_byte());
+            let inner = self.indent_at(first.start_byte());
+            inner
+                .strip_prefix(outer)
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned)
+        };
         // The first block of the file that says.
         let mut stack = vec![self.root];
         let mut seen = 0;
@@ -162,6 +185,18 @@ impl<'a> SemanticModel<'a> {
     /// (`from torch import no_grad`), else through the name `torch` is imported as
     /// (`torch.no_grad`, `t.no_grad`); `None` when the file imports neither.
     pub fn torch_spelling(&self, attr: &str) -> Option<String> {
+        if let Some(s) = self.memo.torch_spelling.borrow().get(attr) {
+            return s.clone();
+        }
+        let s = self.compute_torch_spelling(attr);
+        self.memo
+            .torch_spelling
+            .borrow_mut()
+            .insert(attr.to_owned(), s.clone());
+        s
+    }
+
+    fn compute_torch_spelling(&self, attr: &str) -> Option<String> {
         let mut by_name: Option<&str> = None;
         let mut module: Option<&str> = None;
         for (&local, q) in &self.imports {
@@ -266,26 +301,15 @@ impl<'a> SemanticModel<'a> {
         let within = self
             .function_of(scope)
             .map_or(self.root, |f| self.scope(f).node);
-        let mut stack = vec![within];
-        let mut seen = 0usize;
-        while let Some(n) = stack.pop() {
-            seen += 1;
-            if seen > 200_000 {
-                return false;
-            }
-            if n.end_byte() <= from || n.start_byte() >= to {
-                continue;
-            }
-            if n.kind() == "identifier"
-                && n.start_byte() >= from
-                && n.end_byte() <= to
-                && self.text(n) == name
-            {
-                return false;
-            }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
+        let mentions = self.mentions_in(within);
+        if !mentions.complete {
+            return false;
         }
-        true
+        let Some(at) = mentions.names.get(name) else {
+            return true;
+        };
+        // In source order: the first mention at or after `from`.
+        let i = at.partition_point(|n| n.start_byte() < from);
+        at.get(i).is_none_or(|n| n.end_byte() > to)
     }
 }

@@ -308,6 +308,22 @@ struct Memos<'a> {
     return_values: RefCell<FxHashMap<(ScopeId, u32), Memo>>,
     scope_grad: RefCell<IndexVec<ScopeId, Option<GradMode>>>,
     depth_exceeded: Cell<bool>,
+    /// The names and `self.` attributes each function or class mentions, by the node
+    /// id of that scope (one walk per scope, for every fix that asks how a name is used).
+    mentions: RefCell<FxHashMap<usize, std::rc::Rc<uses::Mentions<'a>>>>,
+    /// Answers of `read_only_as_number` / `container_only_reduced`, by scope node id,
+    /// receiver (`""` for a local), name and query.
+    use_answers: RefCell<FxHashMap<(usize, &'a str, &'a str, u8), bool>>,
+    /// (function, text) of what is backpropagated with a bare `.backward()`.
+    bare_backwards: OnceCell<FxHashSet<(Option<ScopeId>, &'a str)>>,
+    /// Functions with a backward pass in them (or in functions nested in them).
+    backward_functions: OnceCell<FxHashSet<ScopeId>>,
+    /// Assignments by enclosing function.
+    assigns_by_function: OnceCell<FxHashMap<Option<ScopeId>, Vec<AssignId>>>,
+    /// The file's indentation unit where no block near a fix says.
+    indent_unit: OnceCell<String>,
+    /// How the file spells `torch.<attr>`, by attr.
+    torch_spelling: RefCell<FxHashMap<String, Option<String>>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

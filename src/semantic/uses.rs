@@ -26,14 +26,56 @@ impl<'a> SemanticModel<'a> {
     /// on it) makes the answer no, and so does a `self.` attribute that its class never
     /// reads (the readers are elsewhere).
     pub fn read_only_as_number(&self, target: Node<'_>, site: Site) -> bool {
-        let Some(reads) = self.reads_of(target, site) else {
-            return false;
-        };
+        self.memo_use(target, site, 0, |reads, attr| {
+            self.only_numbers(reads, attr)
+        })
+    }
+
+    fn only_numbers(&self, reads: &[Node<'a>], attr: bool) -> bool {
         // A `self.` attribute nobody in its class reads is kept for readers elsewhere.
-        if reads.is_empty() && unwrap_parens(target).kind() == "attribute" {
+        if reads.is_empty() && attr {
             return false;
         }
         reads.iter().all(|&r| self.numeric_use(r, self.text(r), 0))
+    }
+
+    /// A use query about `target`, memoized by its scope and name: a file with
+    /// thousands of findings on one name asks once.
+    fn memo_use(
+        &self,
+        target: Node<'_>,
+        site: Site,
+        query: u8,
+        answer: impl FnOnce(&[Node<'a>], bool) -> bool,
+    ) -> bool {
+        let Some((within, recv, name)) = self.use_key(target, site) else {
+            return false;
+        };
+        let key = (within.id(), recv, name, query);
+        if let Some(&a) = self.memo.use_answers.borrow().get(&key) {
+            return a;
+        }
+        let mentions = self.mentions_in(within);
+        // `global total`: the name lives beyond the function.
+        let global = recv.is_empty()
+            && self.function_of(site.scope).is_some_and(|f| {
+                self.names.get(&NameKey::Local(f, name)).is_some_and(|bs| {
+                    bs.iter()
+                        .any(|b| self.bindings[*b].kind == BindingKind::Global)
+                })
+            });
+        let a = mentions.complete && !global && {
+            let all = match recv {
+                "" => mentions.names.get(name),
+                r => mentions.attrs.get(&(r, name)),
+            };
+            let reads: Vec<Node<'a>> = all
+                .map(|v| v.iter().copied().filter(|&n| !self.is_write(n)).collect())
+                .unwrap_or_default();
+            answer(&reads, !recv.is_empty())
+        };
+        self.memo.use_answers.borrow_mut().insert(key, a);
+        a
     }
 
     /// Whether the container `container` (a local name or a `self.` attribute that
@@ -42,15 +84,12 @@ impl<'a> SemanticModel<'a> {
     /// `sum(x for x in c)`, with those results themselves only read as numbers.
     /// Appends, `clear()` and rebinding are not reads.
     pub fn container_only_reduced(&self, container: Node<'_>, site: Site) -> bool {
-        let Some(reads) = self.reads_of(container, site) else {
-            return false;
-        };
-        if reads.iter().all(|&r| self.is_upkeep(r))
-            && unwrap_parens(container).kind() == "attribute"
-        {
-            return false;
-        }
-        reads.iter().all(|&r| self.reduced_use(r))
+        self.memo_use(container, site, 1, |reads, attr| {
+            if attr && reads.iter().all(|&r| self.is_upkeep(r)) {
+                return false;
+            }
+            reads.iter().all(|&r| self.reduced_use(r))
+        })
     }
 
     /// Whether `expr` is a one-element tensor (or a number), so `.item()` works on it:
@@ -148,79 +187,87 @@ impl<'a> SemanticModel<'a> {
 
     /// `x.backward()` with no argument in the same function: `x` is a scalar.
     fn backpropagated_bare(&self, e: Node<'_>, site: Site) -> bool {
-        let f = self.function_of(site.scope);
-        let text = self.text(e);
-        self.backwards.iter().any(|b| {
-            let c = &self.calls[b.call];
-            self.text(b.loss) == text
-                && self.function_of(c.site.scope) == f
-                && c.function.kind() == "attribute"
-                && c.arguments.is_some_and(|a| a.named_child_count() == 0)
-        })
+        let set = self.memo.bare_backwards.get_or_init(|| {
+            self.backwards
+                .iter()
+                .filter_map(|b| {
+                    let c = &self.calls[b.call];
+                    let bare = c.function.kind() == "attribute"
+                        && c.arguments.is_some_and(|a| a.named_child_count() == 0);
+                    bare.then(|| (self.function_of(c.site.scope), self.text(b.loss)))
+                })
+                .collect()
+        });
+        set.contains(&(self.function_of(site.scope), self.text(e)))
     }
 
-    /// The reads of the name or `self.` attribute `target` (assigned at `site`) in its
-    /// function (for a local) or class (for an attribute), without the writes to it;
-    /// `None` when they cannot all be known (a global, a name of the module, a walk too
-    /// long).
-    fn reads_of(&self, target: Node<'_>, site: Site) -> Option<Vec<Node<'a>>> {
+    /// Where the uses of `target` (assigned at `site`) are looked for, and its name: a
+    /// local's function, or a `self.` attribute's class (receiver `self`); `None` for
+    /// what lives beyond them (a `global`, a name of the module, another object).
+    fn use_key(&self, target: Node<'_>, site: Site) -> Option<(Node<'a>, &'a str, &'a str)> {
         let target = unwrap_parens(target);
-        let (within, attr_of): (Node<'a>, Option<&str>) = match target.kind() {
-            "identifier" => {
-                let f = self.function_of(site.scope)?;
-                let name = self.text(target);
-                // `global total`: the name lives beyond the function.
-                if self.names.get(&NameKey::Local(f, name)).is_some_and(|bs| {
-                    bs.iter()
-                        .any(|b| self.bindings[*b].kind == BindingKind::Global)
-                }) {
-                    return None;
-                }
-                (self.scope(f).node, None)
-            }
+        let f = self.function_of(site.scope)?;
+        match target.kind() {
+            "identifier" => Some((self.scope(f).node, "", self.text(target))),
             "attribute" => {
                 let obj = target.field("object")?;
-                let f = self.function_of(site.scope)?;
-                let me = self.scope(f).self_param()?;
+                let sc = self.scope(f);
+                let me: &'a str = sc.class.and(sc.params.first().copied())?;
                 if obj.kind() != "identifier" || self.text(obj) != me {
                     return None;
                 }
                 let class = self.class_of(f)?;
-                (self.scope(class).node, Some(me))
+                let name = self.text(target.field("attribute")?);
+                Some((self.scope(class).node, me, name))
             }
-            _ => return None,
+            _ => None,
+        }
+    }
+
+    /// Every name and `obj.attr` mentioned in `within`, reads and writes alike, in
+    /// source order: one walk per scope.
+    pub(super) fn mentions_in(&self, within: Node<'a>) -> std::rc::Rc<Mentions<'a>> {
+        if let Some(m) = self.memo.mentions.borrow().get(&within.id()) {
+            return m.clone();
+        }
+        let mut m = Mentions {
+            complete: true,
+            ..Default::default()
         };
-        let name = match attr_of {
-            Some(_) => self.text(target.field("attribute")?),
-            None => self.text(target),
-        };
-        let mut reads = Vec::new();
         let mut stack = vec![within];
         let mut seen = 0usize;
         while let Some(n) = stack.pop() {
             seen += 1;
             if seen > WALK_LIMIT {
-                return None;
+                m.complete = false;
+                break;
             }
-            let hit = match attr_of {
-                None => n.kind() == "identifier" && self.text(n) == name && is_name_read(n),
-                Some(me) => {
-                    n.kind() == "attribute"
-                        && n.field("attribute").is_some_and(|a| self.text(a) == name)
-                        && n.field("object")
-                            .is_some_and(|o| o.kind() == "identifier" && self.text(o) == me)
+            match n.kind() {
+                "identifier" if is_name_read(n) => {
+                    m.names.entry(self.text(n)).or_default().push(n);
                 }
-            };
-            if hit {
-                if !self.is_write(n) {
-                    reads.push(n);
+                "attribute" => {
+                    if let (Some(o), Some(a)) = (n.field("object"), n.field("attribute")) {
+                        if o.kind() == "identifier" {
+                            m.attrs
+                                .entry((self.text(o), self.text(a)))
+                                .or_default()
+                                .push(n);
+                        }
+                    }
                 }
-                continue;
+                _ => {}
             }
             let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
+            let children: Vec<Node<'a>> = n.named_children(&mut c).collect();
+            stack.extend(children.into_iter().rev());
         }
-        Some(reads)
+        let m = std::rc::Rc::new(m);
+        self.memo
+            .mentions
+            .borrow_mut()
+            .insert(within.id(), m.clone());
+        m
     }
 
     /// Whether the name node `n` is written here rather than read: a plain assignment's
@@ -407,28 +454,26 @@ impl<'a> SemanticModel<'a> {
         {
             return true;
         }
-        let inside = |s: ScopeId| {
-            let mut cur = Some(s);
-            while let Some(c) = cur {
-                if c == f {
-                    return true;
+        let with_backward = self.memo.backward_functions.get_or_init(|| {
+            let mut set = FxHashSet::default();
+            for b in &self.backwards {
+                let mut cur = Some(self.calls[b.call].site.scope);
+                while let Some(s) = cur {
+                    set.insert(s);
+                    cur = self.scope(s).parent;
                 }
-                cur = self.scope(c).parent;
             }
-            false
-        };
-        if self
-            .backwards
-            .iter()
-            .any(|b| inside(self.calls[b.call].site.scope))
-        {
+            set
+        });
+        if with_backward.contains(&f) {
             return true;
         }
         // `yield` hands values out too.
         if contains_kind(sc.node, "yield", WALK_LIMIT) {
             return true;
         }
-        for c in self.calls.iter().filter(|c| inside(c.site.scope)) {
+        for i in self.calls_of_function(Some(f)) {
+            let c = &self.calls[i];
             let Some((recv, m)) = self.method_call(c) else {
                 continue;
             };
@@ -448,12 +493,34 @@ impl<'a> SemanticModel<'a> {
                 return true;
             }
         }
-        self.assignments.iter().any(|a| {
-            inside(a.site.scope)
-                && matches!(unwrap_parens(a.target).kind(), "attribute" | "subscript")
-                && matches!(self.value(a.value, a.site), Value::Graph(_))
+        let by_function = self.memo.assigns_by_function.get_or_init(|| {
+            let mut map: FxHashMap<Option<ScopeId>, Vec<AssignId>> = FxHashMap::default();
+            for (i, a) in self.assignments.iter_enumerated() {
+                map.entry(self.function_of(a.site.scope))
+                    .or_default()
+                    .push(i);
+            }
+            map
+        });
+        by_function.get(&Some(f)).is_some_and(|ids| {
+            ids.iter().any(|&i| {
+                let a = &self.assignments[i];
+                matches!(unwrap_parens(a.target).kind(), "attribute" | "subscript")
+                    && matches!(self.value(a.value, a.site), Value::Graph(_))
+            })
         })
     }
+}
+
+/// The names and `obj.attr` expressions a scope mentions ([`SemanticModel::mentions_in`]).
+#[derive(Default)]
+pub(super) struct Mentions<'a> {
+    /// Identifier nodes that name something (reads and writes), by name.
+    pub names: FxHashMap<&'a str, Vec<Node<'a>>>,
+    /// `obj.attr` nodes with a plain name as object, by (object, attribute).
+    pub attrs: FxHashMap<(&'a str, &'a str), Vec<Node<'a>>>,
+    /// False when the scope was too large to walk whole.
+    pub complete: bool,
 }
 
 /// Whether an identifier node is a read of a name (not a keyword argument's name, an
