@@ -382,3 +382,61 @@ fn a_fix_that_breaks_parsing_is_refused() {
         out.report.warnings
     );
 }
+
+// ---------------------------------------------------------------------------
+// Which rules fix, in `oomlint rules` and `oomlint rule CODE`
+// ---------------------------------------------------------------------------
+
+/// `oomlint ARGS` without the check flags that `run` adds.
+fn info(args: &[&str]) -> String {
+    let out = Command::cargo_bin("oomlint")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn rules_say_which_can_fix_and_how_safely() {
+    let listed = info(&["rules"]);
+    assert_eq!(listed.lines().count(), oomlint::rules::ALL.len());
+    for (line, rule) in listed.lines().zip(oomlint::rules::ALL) {
+        let marked = line.contains(" [*] ");
+        assert_eq!(marked, rule.fix != FixAvailability::None, "{line}");
+    }
+    let fixing: Vec<&str> = oomlint::rules::ALL
+        .iter()
+        .filter(|r| r.fix != FixAvailability::None)
+        .map(|r| r.code)
+        .collect();
+    // The issue names these; each must fix.
+    for code in ["OOM101", "OOM201", "OOM202", "OOM301", "OOM401", "OOM402"] {
+        assert!(fixing.contains(&code), "{code} has no fix");
+    }
+    for rule in oomlint::rules::ALL {
+        let doc = &info(&["rule", rule.code]);
+        let how = doc.find("## How to fix").expect("How to fix");
+        match rule.fix {
+            FixAvailability::None => {
+                assert!(doc.contains("\nFix: none\n"), "{doc}");
+                assert!(!doc.contains("## Fix safety"), "{doc}");
+            }
+            _ => {
+                assert!(doc.contains("\nFix: "), "{doc}");
+                let safety = doc
+                    .find("## Fix safety")
+                    .unwrap_or_else(|| panic!("{}: no Fix safety", rule.code));
+                assert!(
+                    safety > how,
+                    "{}: Fix safety comes after How to fix",
+                    rule.code
+                );
+            }
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&info(&["rules", "--format", "json"])).unwrap();
+    assert_eq!(v[1]["code"], "OOM201");
+    assert_eq!(v[1]["fix"], "always");
+}
