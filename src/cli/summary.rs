@@ -161,8 +161,34 @@ mod tests {
             unreadable_files: files_bad,
             unreadable_paths: paths_bad,
             skipped,
+            fixed: None,
+            unwritten_files: 0,
         }
         .to_string()
+    }
+
+    #[test]
+    fn wording_after_fixes() {
+        let mut s = Summary {
+            findings: 1,
+            files_with_findings: 2,
+            checked: 3,
+            unreadable_files: 0,
+            unreadable_paths: 0,
+            skipped: 0,
+            fixed: Some(2),
+            unwritten_files: 1,
+        };
+        assert_eq!(
+            s.to_string(),
+            "Found 3 problems (2 fixed, 1 remaining) in 2 files (3 files checked); 1 file could not be written"
+        );
+        s.findings = 0;
+        s.unwritten_files = 0;
+        assert_eq!(
+            s.to_string(),
+            "Found 2 problems (2 fixed, 0 remaining) in 2 files (3 files checked)"
+        );
     }
 
     #[test]

@@ -313,7 +313,7 @@ struct Memos<'a> {
     mentions: RefCell<FxHashMap<usize, std::rc::Rc<uses::Mentions<'a>>>>,
     /// Answers of `read_only_as_number` / `container_only_reduced`, by scope node id,
     /// receiver (`""` for a local), name and query.
-    use_answers: RefCell<FxHashMap<(usize, &'a str, &'a str, u8), bool>>,
+    use_answers: RefCell<FxHashMap<UseKey<'a>, bool>>,
     /// (function, text) of what is backpropagated with a bare `.backward()`.
     bare_backwards: OnceCell<FxHashSet<(Option<ScopeId>, &'a str)>>,
     /// Functions with a backward pass in them (or in functions nested in them).
@@ -325,6 +325,9 @@ struct Memos<'a> {
     /// How the file spells `torch.<attr>`, by attr.
     torch_spelling: RefCell<FxHashMap<String, Option<String>>>,
 }
+
+/// A use query: scope node id, receiver (`""` for a local), name, which query.
+type UseKey<'a> = (usize, &'a str, &'a str, u8);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Memo {
