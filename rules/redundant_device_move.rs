@@ -141,7 +141,7 @@ fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, 
     let name = model.text(unwrap_parens(recv));
     let root = name.split(['.', '[', '(']).next().unwrap_or(name);
     let safe = moved_at.is_some_and(|at| {
-        let from = model.statement_of(at).map_or(at.end_byte(), |s| s.end_byte());
+        let from = at.end_byte();
         model.untouched_between(root, site.scope, from, call.start_byte())
     });
     let method = call

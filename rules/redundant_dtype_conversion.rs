@@ -125,8 +125,7 @@ fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, 
     let site = model.calls[conv.call].site;
     let name = model.text(unwrap_parens(recv));
     let root = name.split(['.', '[', '(']).next().unwrap_or(name);
-    // The earlier conversion's own statement mentions the name; look after it.
-    let from = model.statement_of(known).map_or(known.end_byte(), |s| s.end_byte());
+    let from = known.end_byte();
     let safe = converted && model.untouched_between(root, site.scope, from, call.start_byte());
     let title = removal_title(model, call);
     Some(if safe {

@@ -952,7 +952,8 @@ fn an_unlintable_file_is_an_error_in_every_format() {
             ("wide.py".to_owned(), 13, 9, "OOM201".to_owned())
         ]
     );
-    assert!(f.iter().all(|f| f.as_object().unwrap().len() == 10));
+    // The ten keys, and `fix`.
+    assert!(f.iter().all(|f| f.as_object().unwrap().len() == 11));
     assert_eq!(r.stderr, format!("oomlint: error: {ERROR}\n"));
 
     for format in ["text", "concise", "jsonl"] {
