@@ -373,7 +373,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
             let edits = model.wrap_in(model.loop_(l).node, &format!("with {no_grad}():"))?;
             (edits, false, format!("Wrap the loop in `with {no_grad}():`"))
         }
-        Region::AfterEval(start, _, _) => {
+        Region::AfterEval(start, _, _) | Region::AfterTraining(start, _) => {
             // The outermost loop of the region that holds the forward.
             let mut l = model.calls[first].site.loop_?;
             while let Some(p) = model.loop_(l).parent {
@@ -388,7 +388,9 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
             let edits = model.wrap_in(model.loop_(l).node, &format!("with {no_grad}():"))?;
             (edits, false, format!("Wrap the loop in `with {no_grad}():`"))
         }
-        Region::FlagEval => return None,
+        // A branch inside a training loop, or a whole routine behind a flag: no block
+        // of its own to wrap without restructuring the code.
+        Region::FlagEval | Region::Branch(..) => return None,
     };
     edits.extend(import);
     Some(if safe {
