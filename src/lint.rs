@@ -355,7 +355,7 @@ fn lint_file_unguarded(
         return report;
     };
     if path.ends_with(".ipynb") {
-        return lint_notebook(report, &text, rules, opts);
+        return lint_notebook(report, &text, rules, opts, facts);
     }
     lint_text(report, text, rules, opts, facts)
 }
@@ -387,6 +387,7 @@ fn lint_notebook(
     raw: &str,
     rules: &[&'static Rule],
     opts: LintOptions,
+    facts: Option<Arc<FileFacts>>,
 ) -> FileReport {
     let nb = match Notebook::parse(raw) {
         Ok(nb) => nb,
@@ -398,7 +399,7 @@ fn lint_notebook(
             return report;
         }
     };
-    let mut report = lint_text(report, nb.source.clone(), rules, opts, None);
+    let mut report = lint_text(report, nb.source.clone(), rules, opts, facts);
     let module_findings = lint_written_files(&mut report, &nb, rules, opts);
     let has_syntax_error = report
         .warnings

@@ -632,6 +632,67 @@ fn notebook_writefile_cells_are_modules() {
     assert_eq!(&line[col..end], "self.model.to(\\\"cuda\\\")");
 }
 
+/// A project in which a notebook writes `loader.py` with `%%writefile` and imports a
+/// helper of a file on disk: the project index sees the written file under its name
+/// (a script importing it learns where its model is placed), and the notebook's cells
+/// see the files beside them.
+#[test]
+fn notebooks_belong_to_the_project_index() {
+    let t = tempfile::tempdir().unwrap();
+    fs::create_dir_all(t.path().join(".git")).unwrap();
+    let nb = serde_json::json!({
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["%%writefile loader.py\n",
+                        "import torch\n",
+                        "from torch import nn\n",
+                        "\n",
+                        "def build_classifier():\n",
+                        "    net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))\n",
+                        "    return net.cuda()\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["from setup_model import make_encoder\n",
+                        "encoder = make_encoder()\n",
+                        "encoder.cuda()\n"]}
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+    });
+    write(
+        t.path(),
+        "explore.ipynb",
+        &serde_json::to_string_pretty(&nb).unwrap(),
+    );
+    write(
+        t.path(),
+        "setup_model.py",
+        "import torch\nfrom torch import nn\n\n\ndef make_encoder():\n    enc = nn.Linear(16, 4).cuda()\n    return enc\n",
+    );
+    write(
+        t.path(),
+        "train.py",
+        "import torch\nfrom loader import build_classifier\n\nmodel = build_classifier()\nmodel.cuda()\n",
+    );
+    // A script that imports a module no notebook writes learns nothing.
+    write(
+        t.path(),
+        "other.py",
+        "import torch\nfrom missing import build_classifier\n\nmodel = build_classifier()\nmodel.cuda()\n",
+    );
+    let out = oomlint(t.path())
+        .args(["--format", "concise", "--select", "OOM402"])
+        .output()
+        .unwrap();
+    let lines: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(" `").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        lines,
+        ["explore.ipynb:cell 2:3:1: OOM402", "train.py:5:1: OOM402"]
+    );
+}
+
 // ---------------------------------------------------------------- README snippets
 
 /// The fenced block that follows the `<!-- ci: NAME` marker in the README.
