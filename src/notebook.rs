@@ -199,8 +199,7 @@ fn written_module(text: &str) -> Option<(String, String)> {
         return None;
     }
     let name = words
-        .filter(|w| !w.starts_with('-'))
-        .last()?
+        .rfind(|w| !w.starts_with('-'))?
         .trim_matches(['"', '\'']);
     if !name.ends_with(".py") {
         return None;
