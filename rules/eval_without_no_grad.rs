@@ -11,7 +11,10 @@ declare_rule! {
     /// evaluation loader (`val_loader`, `self.test_loader`), or a loop that only reads the
     /// model's outputs detached and asks for no gradient, when a forward in it (directly,
     /// through a same-file helper, or through a model method) is not under
-    /// `torch.no_grad()`/`torch.inference_mode()`. Reported once per region.
+    /// `torch.no_grad()`/`torch.inference_mode()`. Also the code after a training loop
+    /// (a script's prediction, the per-epoch evaluation after the loop over batches) and
+    /// a branch of a training loop that asks for no gradient (a preview every N steps),
+    /// where a forward's outputs are only read detached. Reported once per region.
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
@@ -80,6 +83,14 @@ enum Region<'a> {
     /// The whole of a routine that trains or evaluates behind a flag, which a caller
     /// runs with the flag set to evaluate.
     FlagEval,
+    /// What follows a training loop in the block around it (a script's prediction
+    /// after training, at module level or in `main`; the per-epoch evaluation after the
+    /// loop over batches), from the byte where that loop ends, in the loop around it
+    /// (`None`: outside loops): forwards there whose outputs only reach detached reads.
+    AfterTraining(usize, Option<LoopId>),
+    /// A branch of a training loop's body that asks for no gradient (`if step % 100
+    /// == 0:` saving a preview): forwards there whose outputs only reach detached reads.
+    Branch(LoopId, Node<'a>),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -186,11 +197,23 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if gate.is_some_and(|(_, by_caller)| by_caller) && named.is_none() {
             contexts.push(Region::FlagEval);
         }
+        if named.is_none() && gate.is_none() {
+            contexts.extend(
+                training_ends(model, &grad_calls)
+                    .into_iter()
+                    .map(|(end, within)| Region::AfterTraining(end, within)),
+            );
+        }
+        if named.is_none() && gate.is_none() {
+            contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
+        }
+        let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
             continue;
         }
         let mut reported: Vec<(usize, usize)> = Vec::new();
         for ctx in contexts {
+            let exempting = region_grad_calls(model, &grad_calls, ctx);
             let candidates: Vec<CallId> = calls.iter().copied().filter(|&i| {
                 let c = &model.calls[i];
                 // A lambda or nested function inside is its own scope.
@@ -202,6 +225,22 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     Region::Loop(l) => model.loop_within(c.site.loop_, l),
                     Region::Inference(l) => {
                         model.loop_within(c.site.loop_, l) && output_only_detached(model, i, l)
+                    }
+                    Region::AfterTraining(start, within) => {
+                        c.site.loop_ == within
+                            && c.node.start_byte() >= start
+                            && !fx.only_by_method(i)
+                            && within
+                                .map(|p| model.loop_(p).body)
+                                .or(scope_body)
+                                .is_some_and(|b| output_only_detached_in(model, i, b))
+                    }
+                    Region::Branch(l, b) => {
+                        c.site.loop_ == Some(l)
+                            && c.node.start_byte() >= b.start_byte()
+                            && c.node.end_byte() <= b.end_byte()
+                            && !fx.only_by_method(i)
+                            && output_only_detached_in(model, i, b)
                     }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
@@ -217,7 +256,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && model.grad_enabled(c.site)
                     && !model.callee(i).is_some_and(|g| named_fns.contains(&g))
                     && fx.is_forward(i)
-                    && !wants_grad_here(model, &grad_calls, i)
+                    && !wants_grad_here(model, &exempting, i)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
             }).collect();
             // Reported at a definite forward when there is one, not at a method of the
@@ -237,6 +276,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     (n.start_byte(), n.end_byte())
                 }
                 Region::AfterEval(s, e, _) => (s, e),
+                Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
+                Region::AfterTraining(s, within) => {
+                    (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
+                }
                 Region::Function | Region::FlagEval => (0, usize::MAX),
             };
             let at = c.node.start_byte();
@@ -260,6 +303,12 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Inference(_), _) => {
                     "this loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::Branch(..), _) => {
+                    "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::AfterTraining(..), _) => {
+                    "prediction after the training loop, whose outputs are only read detached,".to_owned()
                 }
                 _ => "code after `.eval()`".to_owned(),
             };
@@ -440,6 +489,12 @@ fn read_chain(node: Node<'_>) -> Node<'_> {
 /// detached (`.cpu().numpy()`, `.argmax()`, a helper returning `.item()`), or every
 /// later read of the name it is bound to does.
 fn output_only_detached(model: &SemanticModel<'_>, call: CallId, l: LoopId) -> bool {
+    output_only_detached_in(model, call, model.loop_(l).body)
+}
+
+/// Whether a forward's outputs are only read detached in `body`, the block it stands in
+/// (a loop body, or the rest of its function or module).
+fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>) -> bool {
     let c = &model.calls[call];
     let top = read_chain(c.node);
     if top.id() != c.node.id() {
@@ -466,10 +521,97 @@ fn output_only_detached(model: &SemanticModel<'_>, call: CallId, l: LoopId) -> b
     {
         return true;
     }
-    let Some(p) = top.parent().filter(|p| p.kind() == "assignment") else {
+    // Computed on into an expression read detached: `loss(net(x), y).item()`.
+    let mut x = top;
+    for _ in 0..8 {
+        let Some(p) = x.parent() else { break };
+        x = match p.kind() {
+            "argument_list" => match p.parent() {
+                Some(call) => call,
+                None => break,
+            },
+            "binary_operator" | "unary_operator" | "parenthesized_expression" => p,
+            _ => break,
+        };
+        let t = read_chain(x);
+        if t.id() != x.id() && chain_detached(model, x, t, c.site) == Some(true) {
+            return true;
+        }
+    }
+    // Bound to names, directly or through tensor operations (`_, pred = torch.max(net(x), 1)`).
+    let Some(p) = top
+        .parent()
+        .filter(|p| p.kind() == "assignment")
+        .or_else(|| flows_into_assignment(top))
+    else {
         return false;
     };
-    bound_only_read_detached(model, p, model.loop_(l).body, c.site, 0)
+    bound_only_read_detached(model, p, body, c.site, 0)
+}
+
+/// Where the first loop that trains (asks for gradients in its body) ends, in each
+/// block that holds one, by the loop around that block (`None`: outside loops): code
+/// after it that runs the model and only reads the result is prediction or evaluation.
+fn training_ends(model: &SemanticModel<'_>, grad_calls: &[CallId]) -> Vec<(usize, Option<LoopId>)> {
+    let mut ends: Vec<(usize, Option<LoopId>)> = Vec::new();
+    for &g in grad_calls {
+        let mut l = model.calls[g].site.loop_;
+        while let Some(id) = l {
+            let lp = model.loop_(id);
+            let end = lp.node.end_byte();
+            match ends.iter_mut().find(|(_, w)| *w == lp.parent) {
+                Some(e) => e.0 = e.0.min(end),
+                None => ends.push((end, lp.parent)),
+            }
+            l = lp.parent;
+        }
+    }
+    ends.sort_unstable_by_key(|&(end, _)| end);
+    ends
+}
+
+/// The branches (`if` blocks straight in the body) of loops of function `f` that train
+/// in their own body, where nothing asks for gradients: a preview or a log every N
+/// steps.
+fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls: &[CallId]) -> Vec<(LoopId, Node<'a>)> {
+    let mut out = Vec::new();
+    for l in model.loops.ids() {
+        if model.function_of(model.loop_(l).scope) != f || !grad_calls.iter().any(|&g| model.calls[g].site.loop_ == Some(l)) {
+            continue;
+        }
+        let body = model.loop_(l).body;
+        let mut w = body.walk();
+        for st in body.named_children(&mut w).filter(|st| st.kind() == "if_statement") {
+            let Some(b) = st.field("consequence") else { continue };
+            let quiet = !grad_calls.iter().any(|&g| {
+                let n = model.calls[g].node;
+                n.start_byte() >= b.start_byte() && n.end_byte() <= b.end_byte()
+            });
+            if quiet {
+                out.push((l, b));
+            }
+        }
+    }
+    out
+}
+
+/// The calls asking for gradients that exempt forwards of region `ctx`. Between
+/// `model.eval()` and the next `model.train()` only those in that stretch count: a
+/// preview right after `G.eval()` in a loop that also trains wants no gradient.
+fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Region<'_>) -> Vec<CallId> {
+    match ctx {
+        Region::AfterEval(s, e, _) => grad_calls
+            .iter()
+            .copied()
+            .filter(|&g| {
+                let at = model.calls[g].node.start_byte();
+                at >= s && at < e
+            })
+            .collect(),
+        // Its forwards' outputs are only read detached: none can feed a backward.
+        Region::AfterTraining(..) | Region::Branch(..) => Vec::new(),
+        _ => grad_calls.to_vec(),
+    }
 }
 
 /// The names that assignment `p` binds, if it binds only plain names.
@@ -517,12 +659,17 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
         return false;
     };
     let after = p.end_byte();
+    let cuts = rebound_at(model, p, body, &bound);
     let mut reads = 0;
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind() == "identifier" && n.start_byte() >= after && bound.contains(&model.text(n)) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {
+                continue;
+            }
+            // Read after a rebinding in the same block: the new value's business.
+            if cuts.iter().any(|&(name, at)| name == model.text(n) && n.start_byte() >= at) {
                 continue;
             }
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
@@ -549,6 +696,35 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
         stack.extend(n.named_children(&mut w));
     }
     reads > 0
+}
+
+/// Where each of `bound` is rebound after assignment `p` by an assignment in the same
+/// block (`predict = predict.data.max(1)[1]`): the end of the first such assignment.
+fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound: &[&'a str]) -> Vec<(&'a str, usize)> {
+    let block = |a: Node<'a>| a.parent().and_then(|s| s.parent()).map(|b| b.id());
+    let mut cuts: Vec<(&'a str, usize)> = Vec::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" && n.start_byte() >= p.end_byte() && is_assignment_target(n) {
+            let name = model.text(n);
+            let mut q = n;
+            while let Some(up) = q.parent() {
+                q = up;
+                if q.kind() == "assignment" {
+                    break;
+                }
+            }
+            if bound.contains(&name) && q.kind() == "assignment" && block(q) == block(p) {
+                match cuts.iter_mut().find(|(x, _)| *x == name) {
+                    Some(c) => c.1 = c.1.min(q.end_byte()),
+                    None => cuts.push((name, q.end_byte())),
+                }
+            }
+        }
+        let mut w = n.walk();
+        stack.extend(n.named_children(&mut w));
+    }
+    cuts
 }
 
 /// Whether function `f` is evaluation or inference as a whole, and which kind (for the
@@ -585,6 +761,15 @@ fn named_context(
         // A module's own `sample`/`generate` counts only when it is a generation loop
         // (a reparameterisation `sample` inside `forward` is training).
         if in_module_class && !has_generation_loop(model, f) {
+            return None;
+        }
+        // A step that another routine of the model runs (`self.sample_latent(...)` in a
+        // generation loop, of this file or another): the routine is the entry point,
+        // its grad mode the one this runs in.
+        if in_module_class
+            && (!model.callers(f).is_empty()
+                || model.project().is_some_and(|p| p.model_step(s.name)))
+        {
             return None;
         }
         // Sampling that keeps graphs for a later backward (REINFORCE's log-probs) is
@@ -831,10 +1016,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
         if self.is_frozen(call) {
             return false;
         }
+        let c = &m.calls[call];
+        // A forward takes an input: `self.model.merge_adapter()` is a method of the model.
+        if c.arguments.is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0) {
+            return false;
+        }
         if is_model_forward(m, call) {
             return true;
         }
-        let c = &m.calls[call];
         // A helper or module method of another project file that runs a forward.
         if method_defs(m, m.method_call(c).map_or("", |(_, meth)| meth)).next().is_none()
             && project_forward(m, call).is_some()
@@ -858,6 +1047,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
             }
             if m.value(recv, c.site) != Value::Module
                 || !self.handled_as_module.contains(&m.text(recv))
+                || m.project().is_some_and(|p| p.training_method(meth))
             {
                 return false;
             }
@@ -996,7 +1186,9 @@ fn is_model_forward(model: &SemanticModel<'_>, call: CallId) -> bool {
     let c = &model.calls[call];
     // A call known to make no graph is no forward worth a finding (a parameterless
     // module built on the spot and applied to fresh tensors).
-    if c.site.grad != GradMode::Disabled && model.value(c.node, c.site) == Value::Detached {
+    if c.site.grad != GradMode::Disabled && model.value(c.node, c.site) == Value::Detached
+        || model.is_no_forward_call(c.node, c.site)
+    {
         return false;
     }
     if let Some((recv, m)) = model.method_call(c) {

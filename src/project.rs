@@ -94,6 +94,9 @@ pub struct FileSummary {
     pub functions: Vec<FnSummary>,
     pub imports: Vec<ImportSummary>,
     pub calls: Vec<CallSummary>,
+    /// Method names called on `self` (`self.sample_latent(...)`).
+    #[serde(default)]
+    pub self_calls: Vec<String>,
 }
 
 /// What one file needs from the rest of the project.
@@ -125,6 +128,13 @@ pub struct FileFacts {
     /// `decoder.sample(features)`.
     /// One set for the whole project, shared by every file's facts.
     pub forward_methods: Arc<BTreeSet<String>>,
+    /// Method names that a project `nn.Module` subclass runs a forward in and that some
+    /// project method calls on `self`: steps of a larger routine of the model
+    /// (`self.sample_latent(...)` from a generation loop), not entry points. Shared.
+    pub model_steps: Arc<BTreeSet<String>>,
+    /// Method names that a project `nn.Module` subclass defines asking for gradients
+    /// or resetting them. Shared.
+    pub training_methods: Arc<BTreeSet<String>>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -171,6 +181,8 @@ pub enum FactQuery {
     BackwardParams(String),
     ForwardImport(String),
     ForwardMethod(String),
+    ModelStep(String),
+    TrainingMethod(String),
     ReturnedParam(String),
     PlacingImport(String),
 }
@@ -198,6 +210,8 @@ impl FactQuery {
             }
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
+            FactQuery::ModelStep(n) => Answer::Bool(f.model_steps.contains(n)),
+            FactQuery::TrainingMethod(n) => Answer::Bool(f.training_methods.contains(n)),
             FactQuery::ReturnedParam(n) => {
                 Answer::Position(f.param_returning_imports.get(n).copied())
             }
@@ -289,6 +303,21 @@ impl<'m> Facts<'m> {
     pub fn forward_method(&self, name: &str) -> bool {
         self.ask(|| FactQuery::ForwardMethod(name.to_owned()));
         self.facts.forward_methods.contains(name)
+    }
+
+    /// Whether some project module class runs a forward in its method `name` and some
+    /// project method calls it on `self`: a step of a larger routine of the model.
+    pub fn model_step(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::ModelStep(name.to_owned()));
+        self.facts.model_steps.contains(name)
+    }
+
+    /// Whether some project module class defines a method `name` that asks for
+    /// gradients or resets them (`maml.finetunning(...)` adapting a copy with
+    /// `torch.autograd.grad`): a call of it is training, not inference.
+    pub fn training_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::TrainingMethod(name.to_owned()));
+        self.facts.training_methods.contains(name)
     }
 
     /// The position of the argument that the imported project function `name` hands
@@ -676,6 +705,22 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.calls
         .sort_by(|a, b| (&a.local, &a.attr, a.no_grad).cmp(&(&b.local, &b.attr, b.no_grad)));
     s.calls.dedup();
+    s.self_calls = model
+        .calls
+        .iter()
+        .filter_map(|c| {
+            let f = crate::semantic::unwrap_parens(c.function);
+            let o = f.child_by_field_name("object")?;
+            (f.kind() == "attribute" && o.kind() == "identifier" && model.text(o) == "self").then(
+                || {
+                    f.child_by_field_name("attribute")
+                        .map(|a| model.text(a).to_owned())
+                },
+            )?
+        })
+        .collect();
+    s.self_calls.sort_unstable();
+    s.self_calls.dedup();
     s
 }
 
@@ -949,16 +994,26 @@ impl ProjectIndex {
             .collect();
         // Method names that a project module class runs a forward in, none training.
         let mut fwd: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+        let mut training: BTreeSet<String> = BTreeSet::new();
         for s in files.values() {
             for f in s.functions.iter().filter(|f| f.method) {
                 let Some((class, m)) = f.name.rsplit_once('.') else {
                     continue;
                 };
                 let e = fwd.entry(m).or_insert((false, false));
-                e.0 |= f.runs_forward && s.module_classes.iter().any(|c| c == class);
+                let in_module = s.module_classes.iter().any(|c| c == class);
+                e.0 |= f.runs_forward && in_module;
                 e.1 |= f.wants_grad || f.resets_grads;
+                if in_module && (f.wants_grad || f.resets_grads) {
+                    training.insert(m.to_owned());
+                }
             }
         }
+        let fwd_defined: Vec<&str> = fwd
+            .iter()
+            .filter(|(_, (r, _))| *r)
+            .map(|(m, _)| *m)
+            .collect();
         let forward_methods: BTreeSet<String> = fwd
             .into_iter()
             .filter(|(m, (r, t))| {
@@ -969,16 +1024,31 @@ impl ProjectIndex {
             })
             .map(|(m, _)| m.to_owned())
             .collect();
+        let self_called: BTreeSet<&str> = files
+            .values()
+            .flat_map(|s| s.self_calls.iter().map(String::as_str))
+            .collect();
+        let model_steps: BTreeSet<String> = fwd_defined
+            .into_iter()
+            .filter(|m| self_called.contains(m))
+            .map(str::to_owned)
+            .collect();
         // Shared, not copied per file: on a large project these sets hold thousands of
         // names, and a copy for each of thousands of files held gigabytes.
-        let (detached_methods, forward_methods) =
-            (Arc::new(detached_methods), Arc::new(forward_methods));
+        let (detached_methods, forward_methods, model_steps, training_methods) = (
+            Arc::new(detached_methods),
+            Arc::new(forward_methods),
+            Arc::new(model_steps),
+            Arc::new(training),
+        );
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
+                model_steps: model_steps.clone(),
+                training_methods: training_methods.clone(),
                 ..Default::default()
             };
             for func in &s.functions {

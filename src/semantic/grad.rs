@@ -48,6 +48,17 @@ impl<'a> SemanticModel<'a> {
             let name = crate::project::qualname(self, f)?;
             p.external_caller(&name)
         });
+        // A closure its factory returns (`def make_val_step(model): def step(x): ...;
+        // return step`) runs wherever the returned value is called, and a private hook
+        // wherever its base class calls it, which this model does not follow: its grad
+        // mode is not known.
+        if callers.is_empty()
+            && external.is_none()
+            && (self.is_returned_closure(f) || self.is_private_hook(f))
+        {
+            self.memo.scope_grad.borrow_mut()[f] = Some(GradMode::Unknown);
+            return GradMode::Unknown;
+        }
         let g = if (!callers.is_empty() || external.is_some())
             && external != Some(false)
             && callers
@@ -64,6 +75,29 @@ impl<'a> SemanticModel<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
+    /// Whether function `f` is defined inside another function that returns it by name.
+    pub fn is_returned_closure(&self, f: ScopeId) -> bool {
+        let sc = self.scope(f);
+        let Some(parent) = sc.parent.filter(|&p| self.scope(p).is_function()) else {
+            return false;
+        };
+        self.scope(parent)
+            .returns
+            .iter()
+            .any(|&(r, _)| r.kind() == "identifier" && self.text(r) == sc.name)
+    }
+
+    /// Whether `f` is a private method (`_sample`) that nothing in its file calls: a
+    /// hook that a base class of another file runs (a generation mixin's decoding
+    /// loop), in whatever grad mode that caller sets.
+    pub fn is_private_hook(&self, f: ScopeId) -> bool {
+        let sc = self.scope(f);
+        sc.class.is_some()
+            && sc.name.starts_with('_')
+            && !sc.name.starts_with("__")
+            && self.callers[f].is_empty()
+    }
+
     /// Whether `node` is code of another array framework: the file imports JAX, Flax,
     /// TensorFlow or Keras and not PyTorch, or `node` sits in the branch of an `if`
     /// whose condition names that framework (`if backend == "tf":`, `if is_tf_available():`).

@@ -612,9 +612,11 @@ pub fn is_module_api_method(method: &str) -> bool {
         "num_",
         "count_",
     ];
-    EXACT.contains(&method)
-        || PREFIXES.iter().any(|p| method.starts_with(p))
-        || method.to_ascii_lowercase().contains("hidden")
+    EXACT.contains(&method) || PREFIXES.iter().any(|p| method.starts_with(p)) || {
+        // Lookups of the module's structure: `get_parameter_or_buffer(name)`.
+        let l = method.to_ascii_lowercase();
+        l.contains("hidden") || l.contains("parameter") || l.contains("buffer")
+    }
 }
 
 /// Function names that say inference outside evaluation: sampling and generation

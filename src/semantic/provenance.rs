@@ -390,12 +390,20 @@ impl<'a> SemanticModel<'a> {
                 };
             }
         }
-        let v = match self.resolve(node, site, node.start_byte()) {
+        let b = self.resolve(node, site, node.start_byte());
+        let v = match b {
             Some(b) => self.eval_binding(b, d),
             None => Value::Unknown,
         };
         if v != Value::Unknown {
             return v;
+        }
+        // An imported capitalised name is a class (`from vllm import LLM`): calling it
+        // constructs, it runs no forward.
+        if name.starts_with(|c: char| c.is_ascii_uppercase())
+            && b.is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
+        {
+            return Value::Unknown;
         }
         let by_name = name_value(name);
         if by_name != Value::Unknown {
@@ -639,6 +647,9 @@ impl<'a> SemanticModel<'a> {
             }
             Value::Module if names::is_model_name(attr) => Value::Module,
             Value::Detached => Value::Unknown,
+            // The attribute of a call's unknown result is no name to guess from
+            // (`get_session().head(url)` is an HTTP request).
+            _ if unwrap_parens(obj).kind() == "call" => Value::Unknown,
             _ => match name_value(attr) {
                 // Only callables are guessed from an attribute name: `trainer.model`,
                 // `self.criterion`; never a tensor.
@@ -771,7 +782,7 @@ impl<'a> SemanticModel<'a> {
                     return self.call_by_name(name, node, site, d);
                 }
                 match self.eval(func, site, d) {
-                    Value::Module => self.produce(Origin::Output, site),
+                    Value::Module => self.module_output(node, site, d),
                     Value::LossFn => self.apply_loss(node, site, d),
                     _ => self.call_by_name(name, node, site, d),
                 }
@@ -785,11 +796,42 @@ impl<'a> SemanticModel<'a> {
                 {
                     Value::Detached
                 }
-                Value::Module => self.produce(Origin::Output, site),
+                Value::Module => self.module_output(node, site, d),
                 Value::LossFn => self.apply_loss(node, site, d),
                 _ => Value::Unknown,
             },
         }
+    }
+
+    /// What calling a module gives: its output, unless the call is no forward at all. A
+    /// forward takes an input, so a call without arguments is a method of something
+    /// (`self.model.merge_adapter()`, `program.module()`); one that is handed a module
+    /// is a function about models (`quantizer.postprocess_model(model)`), not a model.
+    fn module_output(&self, call: Node<'_>, site: Site, d: u32) -> Value {
+        if self.no_forward_call(call, site, d) {
+            return Value::Unknown;
+        }
+        self.produce(Origin::Output, site)
+    }
+
+    fn no_forward_call(&self, call: Node<'_>, site: Site, d: u32) -> bool {
+        if call
+            .field("arguments")
+            .is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0)
+        {
+            return true;
+        }
+        self.positional_args(call).any(|a| {
+            matches!(unwrap_parens(a).kind(), "identifier" | "attribute")
+                && self.eval(a, site, d) == Value::Module
+        })
+    }
+
+    /// Whether a call of something taken for a module is no forward: it passes no input
+    /// (`self.model.merge_adapter()`), or it is handed a module
+    /// (`quantizer.postprocess_model(model)`).
+    pub fn is_no_forward_call(&self, call: Node<'_>, site: Site) -> bool {
+        self.no_forward_call(call, site, 0)
     }
 
     /// A call known only by its name (defined in another file).
@@ -837,7 +879,7 @@ impl<'a> SemanticModel<'a> {
         let self_attr = matches!(self.name_key(func, site.scope), Some(NameKey::Attr(..)));
         let rv = (!self_attr).then(|| self.eval(recv, site, d));
         match self.attribute_value(func, site, d, rv) {
-            Value::Module => return self.produce(Origin::Output, site),
+            Value::Module => return self.module_output(node, site, d),
             Value::LossFn => return self.apply_loss(node, site, d),
             _ => {}
         }
@@ -849,7 +891,7 @@ impl<'a> SemanticModel<'a> {
             Value::Graph(_) if names::is_no_grad_sampling_method(method) => Value::Detached,
             Value::Graph(o) => Value::Graph(o),
             Value::Module => match method {
-                m if names::FORWARD_METHODS.contains(&m) => self.produce(Origin::Output, site),
+                m if names::FORWARD_METHODS.contains(&m) => self.module_output(node, site, d),
                 "generate" => Value::Detached,
                 m if names::is_conversion_method(m) => Value::Module,
                 "eval" | "train" | "requires_grad_" | "type" | "module" => Value::Module,
