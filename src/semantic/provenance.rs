@@ -822,14 +822,21 @@ impl<'a> SemanticModel<'a> {
             return true;
         }
         self.positional_args(call).any(|a| {
-            matches!(unwrap_parens(a).kind(), "identifier" | "attribute")
-                && self.eval(a, site, d) == Value::Module
+            let a = unwrap_parens(a);
+            // A NumPy array is no module input (`decoder(x.numpy())` decodes text).
+            let numpy = a.kind() == "call"
+                && a.field("function")
+                    .and_then(|f| f.field("attribute"))
+                    .is_some_and(|m| self.text(m) == "numpy");
+            numpy
+                || (matches!(a.kind(), "identifier" | "attribute")
+                    && self.eval(a, site, d) == Value::Module)
         })
     }
 
     /// Whether a call of something taken for a module is no forward: it passes no input
-    /// (`self.model.merge_adapter()`), or it is handed a module
-    /// (`quantizer.postprocess_model(model)`).
+    /// (`self.model.merge_adapter()`), it is handed a module
+    /// (`quantizer.postprocess_model(model)`), or a NumPy array.
     pub fn is_no_forward_call(&self, call: Node<'_>, site: Site) -> bool {
         self.no_forward_call(call, site, 0)
     }
