@@ -11,6 +11,7 @@ macro_rules! registry {
 }
 
 registry! {
+    unused_noqa::UNUSED_NOQA,
     missing_zero_grad::MISSING_ZERO_GRAD,
     undetached_loss_append::UNDETACHED_LOSS_APPEND,
     undetached_loss_accumulate::UNDETACHED_LOSS_ACCUMULATE,
@@ -23,6 +24,18 @@ registry! {
     torch_load_without_map_location::TORCH_LOAD_WITHOUT_MAP_LOCATION,
     padding_to_max_length::PADDING_TO_MAX_LENGTH,
 }
+
+/// Rules that run only when selected by name or prefix (`--select OOM001`, `ALL`), never
+/// by default: they judge the user's comments rather than the code.
+static OPT_IN: &[&Rule] = &[&unused_noqa::UNUSED_NOQA];
+
+/// Whether `rule` runs when no `select` names rules.
+pub fn enabled_by_default(rule: &Rule) -> bool {
+    !OPT_IN.iter().any(|r| std::ptr::eq(*r, rule))
+}
+
+/// The unused-noqa rule: the suppression stage computes it, after every other rule.
+pub static UNUSED_NOQA: &Rule = &unused_noqa::UNUSED_NOQA;
 
 /// The rule with this code (case-insensitive).
 pub fn by_code(code: &str) -> Option<&'static Rule> {

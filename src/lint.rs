@@ -184,6 +184,14 @@ fn new_parser() -> Parser {
     p
 }
 
+/// The syntax tree of `text`, from this thread's parser: for the edits that need the
+/// tree outside a lint (`--add-noqa`, the language server). `None` if the parser
+/// panicked or gave up.
+pub fn parse_python(text: &str) -> Option<Tree> {
+    let mut report = FileReport::default();
+    parse(&mut report, text)
+}
+
 /// Stage `read`: the bytes of a regular file of at most `limit` bytes, or a report of
 /// why they cannot be read (too large: a warning; not a regular file or unreadable: an
 /// error).
@@ -378,7 +386,7 @@ fn lint_text(
         model.set_project(facts);
     }
     run_rules(&mut report, &model, rules, &src);
-    suppress(&mut report, &model, &text);
+    suppress(&mut report, &model, &src, rules);
     finish(report, &model, &text)
 }
 
@@ -487,47 +495,59 @@ fn run_rules(
             continue;
         }
         for d in diags.drain(start..) {
-            let s = src.line_col(d.range.start);
-            let e = src.line_col(d.range.end);
-            report.findings.push(Finding {
-                code: rule.code,
-                name: rule.name,
-                severity: rule.severity,
-                message: d.message,
-                help: d.help,
-                path: path.to_owned(),
-                line: s.line,
-                column: s.column,
-                end_line: e.line,
-                end_column: e.column,
-                range: (d.range.start, d.range.end),
-                pattern: d.pattern,
-                cell: None,
-                fix: d.fix,
-                related: d
-                    .related
-                    .into_iter()
-                    .map(|r| {
-                        let s = src.line_col(r.range.start);
-                        let e = src.line_col(r.range.end);
-                        RelatedLocation {
-                            message: r.message,
-                            line: s.line,
-                            column: s.column,
-                            end_line: e.line,
-                            end_column: e.column,
-                            range: (r.range.start, r.range.end),
-                        }
-                    })
-                    .collect(),
-            });
+            report.findings.push(finding(rule, d, path, src));
         }
     }
 }
 
-/// Stage `suppress`: drops the findings that a suppression comment names, and warns of
-/// a file-level comment written after code (it covers only its own line).
-fn suppress(report: &mut FileReport, model: &SemanticModel, text: &str) {
+/// A rule's diagnostic as a finding of the file at `path`.
+fn finding(rule: &'static Rule, d: Diagnostic, path: &str, src: &Source) -> Finding {
+    let s = src.line_col(d.range.start);
+    let e = src.line_col(d.range.end);
+    Finding {
+        code: rule.code,
+        name: rule.name,
+        severity: rule.severity,
+        message: d.message,
+        help: d.help,
+        path: path.to_owned(),
+        line: s.line,
+        column: s.column,
+        end_line: e.line,
+        end_column: e.column,
+        range: (d.range.start, d.range.end),
+        pattern: d.pattern,
+        cell: None,
+        fix: d.fix,
+        related: d
+            .related
+            .into_iter()
+            .map(|r| {
+                let s = src.line_col(r.range.start);
+                let e = src.line_col(r.range.end);
+                RelatedLocation {
+                    message: r.message,
+                    line: s.line,
+                    column: s.column,
+                    end_line: e.line,
+                    end_column: e.column,
+                    range: (r.range.start, r.range.end),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Stage `suppress`: drops the findings that a suppression comment names, warns of a
+/// file-level comment written after code (it covers only its own line), and, when the
+/// unused-noqa rule is enabled, reports the `# noqa` comments that suppressed nothing.
+fn suppress(
+    report: &mut FileReport,
+    model: &SemanticModel,
+    src: &Source,
+    rules: &[&'static Rule],
+) {
+    let text = src.text;
     // Suppression comments are tree-sitter comment nodes: never text inside a string.
     // Read even without findings, so a misplaced file-level comment is always reported.
     let noqa = Suppressions::from_comments(model.comments.iter().map(|c| {
@@ -540,8 +560,99 @@ fn suppress(report: &mut FileReport, model: &SemanticModel, text: &str) {
             line,
         });
     }
-    if !report.findings.is_empty() && !noqa.is_empty() {
-        report.findings.retain(|f| !noqa.suppresses(f.code, f.line));
+    let unused_rule = rules
+        .iter()
+        .copied()
+        .find(|r| std::ptr::eq(*r, crate::rules::UNUSED_NOQA));
+    if noqa.is_empty() || (report.findings.is_empty() && unused_rule.is_none()) {
+        return;
+    }
+    // The line where each finding's `# noqa` belongs, besides its first line.
+    let comment_lines: Vec<usize> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let end = crate::noqa::comment_line_end(model.root, text, f.range.0);
+            src.line_col(end).line
+        })
+        .collect();
+    let unused = unused_rule.map(|rule| {
+        let hits = |line: usize, code: Option<&str>| {
+            report.findings.iter().zip(&comment_lines).any(|(f, &cl)| {
+                (f.line == line || cl == line) && code.is_none_or(|c| f.code == c)
+            })
+        };
+        let found = crate::noqa::unused(
+            text,
+            model
+                .comments
+                .iter()
+                .map(|c| crate::noqa::comment_range(*c, text)),
+            |at| src.line_col(at).line,
+            hits,
+            |code| crate::rules::by_code(code).is_some(),
+            |code| rules.iter().any(|r| r.code == code),
+            rule.code,
+        );
+        (rule, found)
+    });
+    let mut keep = comment_lines.iter();
+    report.findings.retain(|f| {
+        let cl = keep.next().copied().unwrap_or(f.line);
+        !noqa.suppresses_on(f.code, f.line, cl)
+    });
+    let Some((rule, found)) = unused else {
+        return;
+    };
+    let path = report.path.clone();
+    for u in found {
+        let d = unused_diagnostic(u);
+        let f = finding(rule, d, &path, src);
+        if !noqa.names_code(f.code, f.line) {
+            report.findings.push(f);
+        }
+    }
+}
+
+/// The unused-noqa finding of one directive.
+fn unused_diagnostic(u: crate::noqa::Unused) -> Diagnostic {
+    let list = |codes: &[String]| {
+        codes
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (message, title) = if u.blanket {
+        (
+            "this `# noqa` suppresses nothing: no finding on this line".to_owned(),
+            "Remove the unused `# noqa`".to_owned(),
+        )
+    } else {
+        let mut parts = Vec::new();
+        if !u.unused.is_empty() {
+            parts.push(format!("unused {}", list(&u.unused)));
+        }
+        if !u.unknown.is_empty() {
+            parts.push(format!("unknown {}", list(&u.unknown)));
+        }
+        (
+            format!("`# noqa` names codes that suppress nothing here: {}", parts.join("; ")),
+            "Remove the unused codes".to_owned(),
+        )
+    };
+    Diagnostic {
+        range: u.range,
+        message,
+        help: "remove the codes that suppress nothing (the whole comment when none is left)"
+            .to_owned(),
+        pattern: crate::pattern::Pattern::UnusedSuppression,
+        fix: Some(crate::fix::Fix {
+            title,
+            edits: vec![u.edit],
+            applicability: crate::fix::Applicability::Safe,
+        }),
+        related: Vec::new(),
     }
 }
 

@@ -22,7 +22,9 @@ pub const SCENARIO_SUBCOMMAND: &str = "__scenario";
 pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmations, ConfirmError> {
     let mut scenarios: Vec<Scenario> = Vec::new();
     for f in reports.iter().flat_map(|r| r.findings.iter()) {
-        let s = Scenario::for_finding(f);
+        let Some(s) = Scenario::for_finding(f) else {
+            continue;
+        };
         if !scenarios.contains(&s) {
             scenarios.push(s);
         }
@@ -121,7 +123,7 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
     bar.finish_and_clear();
 
     Ok(Confirmations::assign(reports, |f| {
-        match results.get(&Scenario::for_finding(f)) {
+        match Scenario::for_finding(f).and_then(|s| results.get(&s)) {
             Some(c) => c.clone(),
             None => Arc::new(Confirmation::skipped(
                 None,
