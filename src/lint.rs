@@ -13,6 +13,7 @@ use tree_sitter::{Parser, Tree};
 use crate::cache::{Cache, Key};
 use crate::config::Resolver;
 use crate::error::{FileError, FileWarning};
+use crate::fix::{apply_fixes, with_line_ending, Applicability, Edit, Fix};
 use crate::noqa::Suppressions;
 use crate::notebook::Notebook;
 use crate::prefilter::Scan;
@@ -170,6 +171,183 @@ impl Linter {
             self.options,
             facts,
         )
+    }
+}
+
+/// How many times a file is re-linted and fixed again before the fixer stops: a fix
+/// may uncover another finding, and fixes that collided wait for the next pass.
+pub const MAX_FIX_PASSES: usize = 10;
+
+/// What fixing one file gave.
+#[derive(Debug, Default)]
+pub struct FixOutcome {
+    /// The file's new bytes, when some fix was applied.
+    pub fixed: Option<Vec<u8>>,
+    /// How many findings the fixes removed.
+    pub applied: usize,
+    /// The findings of the fixed text (of the original one when nothing was applied).
+    pub report: FileReport,
+    /// Why the file was left unchanged although fixes were offered.
+    pub refused: Option<String>,
+}
+
+impl Linter {
+    /// Lints `bytes` as the file at `path` and applies the fixes of at least `min`
+    /// applicability, re-linting after each pass until no fix applies or
+    /// [`MAX_FIX_PASSES`] passes ran. Fixes that would make tree-sitter see syntax errors
+    /// (ERROR or MISSING nodes) the original text did not have are refused, and so are
+    /// files whose text would not survive being written back (UTF-16, invalid UTF-8, a
+    /// lone `\r` line ending). Line endings and a UTF-8 byte order mark are kept;
+    /// notebooks are fixed in their cells. Nothing is written: the caller writes
+    /// [`FixOutcome::fixed`] (with [`crate::fix::write_atomic`]) or shows a diff.
+    pub fn fix_source(&self, path: &Path, bytes: &[u8], min: Applicability) -> FixOutcome {
+        let display = crate::paths::display(path);
+        let rules = self.rules_for(path);
+        let facts = self.facts_for(path);
+        let lint = |b: &[u8]| {
+            let mut r = lint_file(&display, b, &rules, self.options, facts.clone());
+            r.file = Some(path.to_path_buf());
+            r
+        };
+        let first = lint(bytes);
+        let wants_fix = |r: &FileReport| {
+            r.findings
+                .iter()
+                .any(|f| f.fix.as_ref().is_some_and(|x| x.applies(min)))
+        };
+        if !wants_fix(&first) {
+            return FixOutcome {
+                report: first,
+                ..Default::default()
+            };
+        }
+        let refuse = |report: FileReport, why: String| FixOutcome {
+            report,
+            refused: Some(why),
+            ..Default::default()
+        };
+        let decoded = SourceText::decode(bytes);
+        let bom: &[u8] = if bytes.starts_with(b"\xEF\xBB\xBF") {
+            b"\xEF\xBB\xBF"
+        } else {
+            b""
+        };
+        if decoded.utf16 || decoded.invalid_utf8 || decoded.text.as_bytes() != &bytes[bom.len()..] {
+            return refuse(
+                first,
+                "not fixed: only UTF-8 files with \\n or \\r\\n line endings are fixed".to_owned(),
+            );
+        }
+        let notebook = display.ends_with(".ipynb");
+        let python = |raw: &str| -> Option<String> {
+            if notebook {
+                Notebook::parse(raw).ok().map(|nb| nb.source)
+            } else {
+                Some(raw.to_owned())
+            }
+        };
+        let Some(original_errors) = python(&decoded.text).map(|t| syntax_errors(&t)) else {
+            return FixOutcome {
+                report: first,
+                ..Default::default()
+            };
+        };
+        let ending = crate::fix::line_ending(&decoded.text);
+        let mut text = decoded.text;
+        let mut report = first;
+        let mut applied = 0;
+        for pass in 0..MAX_FIX_PASSES {
+            if pass > 0 {
+                report = lint(&[bom, text.as_bytes()].concat());
+            }
+            let fixes: Vec<Fix> = report
+                .findings
+                .iter()
+                .filter_map(|f| f.fix.as_ref())
+                .filter(|f| f.applies(min))
+                .map(|f| Fix {
+                    edits: f
+                        .edits
+                        .iter()
+                        .map(|e| {
+                            Edit::replace(e.range.clone(), with_line_ending(&e.content, ending))
+                        })
+                        .collect(),
+                    ..f.clone()
+                })
+                .collect();
+            if fixes.is_empty() {
+                break;
+            }
+            let next = if notebook {
+                let Ok(nb) = Notebook::parse(&text) else {
+                    break;
+                };
+                let fits: Vec<&Fix> = fixes
+                    .iter()
+                    .filter(|f| nb.apply_edits(&text, &f.edits).is_ok())
+                    .collect();
+                let a = apply_fixes(&nb.source, fits);
+                match nb.apply_edits(&text, &a.edits) {
+                    Ok(t) => (t, a.fixed),
+                    Err(_) => break,
+                }
+            } else {
+                let a = apply_fixes(&text, &fixes);
+                (a.text, a.fixed)
+            };
+            if next.1 == 0 || next.0 == text {
+                break;
+            }
+            let errors = python(&next.0).map_or(usize::MAX, |t| syntax_errors(&t));
+            if errors > original_errors {
+                return refuse(
+                    lint(bytes),
+                    "not fixed: the fixes would introduce a syntax error; file left unchanged"
+                        .to_owned(),
+                );
+            }
+            text = next.0;
+            applied += next.1;
+            if pass + 1 == MAX_FIX_PASSES {
+                report = lint(&[bom, text.as_bytes()].concat());
+            }
+        }
+        let fixed = (applied > 0).then(|| [bom, text.as_bytes()].concat());
+        FixOutcome {
+            fixed,
+            applied,
+            report,
+            refused: None,
+        }
+    }
+}
+
+/// How many ERROR and MISSING nodes tree-sitter finds in `text` (a walk, not recursion:
+/// nesting may be deep).
+pub fn syntax_errors(text: &str) -> usize {
+    let Ok(Some(tree)) = catch_quietly(|| PARSER.with(|p| p.borrow_mut().parse(text, None))) else {
+        PARSER.with(|p| *p.borrow_mut() = new_parser());
+        return usize::MAX;
+    };
+    if !tree.root_node().has_error() {
+        return 0;
+    }
+    let mut n = 0;
+    let mut c = tree.walk();
+    loop {
+        let node = c.node();
+        if node.is_error() || node.is_missing() {
+            n += 1;
+        }
+        if node.has_error() && c.goto_first_child() {
+            continue;
+        }
+        while !c.goto_next_sibling() {
+            if !c.goto_parent() {
+                return n;
+            }
+        }
     }
 }
 
