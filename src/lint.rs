@@ -226,18 +226,12 @@ impl Linter {
             refused: Some(why),
             ..Default::default()
         };
-        let decoded = SourceText::decode(bytes);
-        let bom: &[u8] = if bytes.starts_with(b"\xEF\xBB\xBF") {
-            b"\xEF\xBB\xBF"
-        } else {
-            b""
-        };
-        if decoded.utf16 || decoded.invalid_utf8 || decoded.text.as_bytes() != &bytes[bom.len()..] {
+        let Some((bom, decoded)) = editable(bytes) else {
             return refuse(
                 first,
                 "not fixed: only UTF-8 files with \\n or \\r\\n line endings are fixed".to_owned(),
             );
-        }
+        };
         let notebook = display.ends_with(".ipynb");
         let python = |raw: &str| -> Option<String> {
             if notebook {
@@ -246,14 +240,14 @@ impl Linter {
                 Some(raw.to_owned())
             }
         };
-        let Some(original_errors) = python(&decoded.text).map(|t| syntax_errors(&t)) else {
+        let Some(original_errors) = python(&decoded).map(|t| syntax_errors(&t)) else {
             return FixOutcome {
                 report: first,
                 ..Default::default()
             };
         };
-        let ending = crate::fix::line_ending(&decoded.text);
-        let mut text = decoded.text;
+        let ending = crate::fix::line_ending(&decoded);
+        let mut text = decoded;
         let mut report = first;
         let mut applied = 0;
         for pass in 0..MAX_FIX_PASSES {
@@ -321,6 +315,97 @@ impl Linter {
             refused: None,
         }
     }
+}
+
+/// What adding `# noqa` comments to one file gave.
+#[derive(Debug, Default)]
+pub struct NoqaOutcome {
+    /// The file's new bytes, when a comment was added.
+    pub fixed: Option<Vec<u8>>,
+    /// How many lines got a comment (or a code added to theirs).
+    pub added: usize,
+    /// Why the file was left unchanged although it has findings.
+    pub refused: Option<String>,
+}
+
+impl Linter {
+    /// Lints `bytes` as the file at `path` and adds `# noqa: CODE` for each finding
+    /// ([`crate::noqa::add_noqa_edits`]): an existing repository adopts oomlint in one
+    /// commit. Notebooks get the comments in their cells. Refused, like fixes, where the
+    /// text would not survive being written back or would gain a syntax error. Nothing
+    /// is written.
+    pub fn add_noqa_source(&self, path: &Path, bytes: &[u8]) -> NoqaOutcome {
+        let report = self.lint_source(path, bytes);
+        if report.findings.is_empty() {
+            return NoqaOutcome::default();
+        }
+        let refuse = |why: &str| NoqaOutcome {
+            refused: Some(why.to_owned()),
+            ..Default::default()
+        };
+        let Some((bom, raw)) = editable(bytes) else {
+            return refuse(
+                "no noqa added: only UTF-8 files with \\n or \\r\\n line endings are edited",
+            );
+        };
+        let nb = if report.path.ends_with(".ipynb") {
+            match Notebook::parse(&raw) {
+                Ok(nb) => Some(nb),
+                Err(_) => return NoqaOutcome::default(),
+            }
+        } else {
+            None
+        };
+        let python = nb.as_ref().map_or(raw.as_str(), |nb| nb.source.as_str());
+        let Some(tree) = parse_python(python) else {
+            return refuse("no noqa added: the file could not be parsed");
+        };
+        let findings: Vec<(usize, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.range.0, f.code))
+            .collect();
+        let edits = crate::noqa::add_noqa_edits(tree.root_node(), python, &findings);
+        if edits.is_empty() {
+            return NoqaOutcome::default();
+        }
+        let new = match &nb {
+            Some(nb) => nb.apply_edits(&raw, &edits),
+            None => crate::fix::apply_edits(&raw, &edits),
+        };
+        let Ok(new) = new else {
+            return refuse("no noqa added: a comment would not fit in its notebook cell");
+        };
+        let new_python = match &nb {
+            Some(_) => Notebook::parse(&new).map(|nb| nb.source).ok(),
+            None => Some(new.clone()),
+        };
+        let errors = new_python.map_or(usize::MAX, |t| syntax_errors(&t));
+        if errors > syntax_errors(python) {
+            return refuse("no noqa added: the comments would introduce a syntax error");
+        }
+        NoqaOutcome {
+            fixed: Some([bom, new.as_bytes()].concat()),
+            added: edits.len(),
+            refused: None,
+        }
+    }
+}
+
+/// The text of a file that edits can be written back to, and its UTF-8 byte order mark
+/// (empty if none): UTF-8 with `\n` or `\r\n` line endings, nothing that decoding
+/// changed.
+fn editable(bytes: &[u8]) -> Option<(&'static [u8], String)> {
+    let decoded = SourceText::decode(bytes);
+    let bom: &'static [u8] = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        b"\xEF\xBB\xBF"
+    } else {
+        b""
+    };
+    if decoded.utf16 || decoded.invalid_utf8 || decoded.text.as_bytes() != &bytes[bom.len()..] {
+        return None;
+    }
+    Some((bom, decoded.text))
 }
 
 /// How many ERROR and MISSING nodes tree-sitter finds in `text` (a walk, not recursion:
@@ -719,12 +804,7 @@ fn finding(rule: &'static Rule, d: Diagnostic, path: &str, src: &Source) -> Find
 /// Stage `suppress`: drops the findings that a suppression comment names, warns of a
 /// file-level comment written after code (it covers only its own line), and, when the
 /// unused-noqa rule is enabled, reports the `# noqa` comments that suppressed nothing.
-fn suppress(
-    report: &mut FileReport,
-    model: &SemanticModel,
-    src: &Source,
-    rules: &[&'static Rule],
-) {
+fn suppress(report: &mut FileReport, model: &SemanticModel, src: &Source, rules: &[&'static Rule]) {
     let text = src.text;
     // Suppression comments are tree-sitter comment nodes: never text inside a string.
     // Read even without findings, so a misplaced file-level comment is always reported.
@@ -755,11 +835,12 @@ fn suppress(
         })
         .collect();
     let unused = unused_rule.map(|rule| {
-        let hits = |line: usize, code: Option<&str>| {
-            report.findings.iter().zip(&comment_lines).any(|(f, &cl)| {
-                (f.line == line || cl == line) && code.is_none_or(|c| f.code == c)
-            })
-        };
+        let hits =
+            |line: usize, code: Option<&str>| {
+                report.findings.iter().zip(&comment_lines).any(|(f, &cl)| {
+                    (f.line == line || cl == line) && code.is_none_or(|c| f.code == c)
+                })
+            };
         let found = crate::noqa::unused(
             text,
             model
@@ -815,7 +896,10 @@ fn unused_diagnostic(u: crate::noqa::Unused) -> Diagnostic {
             parts.push(format!("unknown {}", list(&u.unknown)));
         }
         (
-            format!("`# noqa` names codes that suppress nothing here: {}", parts.join("; ")),
+            format!(
+                "`# noqa` names codes that suppress nothing here: {}",
+                parts.join("; ")
+            ),
             "Remove the unused codes".to_owned(),
         )
     };

@@ -668,7 +668,10 @@ mod tests {
             "x = f(loss)  # type: ignore  # noqa: OOM202\n"
         );
         // A bare noqa already covers every code.
-        assert_eq!(add("x = f()  # noqa\n", &[("f(", "OOM201")]), "x = f()  # noqa\n");
+        assert_eq!(
+            add("x = f()  # noqa\n", &[("f(", "OOM201")]),
+            "x = f()  # noqa\n"
+        );
     }
 
     #[test]

@@ -122,8 +122,9 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
     }
     bar.finish_and_clear();
 
-    Ok(Confirmations::assign(reports, |f| {
-        match Scenario::for_finding(f).and_then(|s| results.get(&s)) {
+    Ok(Confirmations::assign(
+        reports,
+        |f| match Scenario::for_finding(f).and_then(|s| results.get(&s)) {
             Some(c) => c.clone(),
             None => Arc::new(Confirmation::skipped(
                 None,
@@ -131,8 +132,8 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
                 opts.iterations,
                 format!("no measurement scenario for {}", f.code),
             )),
-        }
-    }))
+        },
+    ))
 }
 
 fn label_arg(v: Variant) -> &'static str {
