@@ -7,6 +7,8 @@ macro_rules! registry {
         $(mod $module;)*
         /// All rules, sorted by code.
         pub static ALL: &[&Rule] = &[$(&$module::$rule),*];
+        /// Each rule with the file its documentation is written in (`rules/<file>.rs`).
+        static FILES: &[(&Rule, &str)] = &[$((&$module::$rule, stringify!($module))),*];
     };
 }
 
@@ -42,6 +44,18 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
     ALL.iter()
         .copied()
         .find(|r| r.code.eq_ignore_ascii_case(code))
+}
+
+/// Where a rule's documentation is read on the web: its file in the repository (the
+/// doc comment there is the documentation `oomlint rule CODE` prints), under the
+/// package's `repository` URL. Editors link a finding's code to it.
+pub fn doc_url(code: &str) -> Option<String> {
+    let rule = by_code(code)?;
+    let (_, file) = FILES.iter().find(|(r, _)| std::ptr::eq(*r, rule))?;
+    Some(format!(
+        "{}/blob/main/rules/{file}.rs",
+        env!("CARGO_PKG_REPOSITORY").trim_end_matches('/')
+    ))
 }
 
 /// The rule table of the README, generated from the registry.

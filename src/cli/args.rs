@@ -30,6 +30,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ListFormat,
     },
+    /// Run the language server (LSP over stdin and stdout) for editors.
+    Server,
     /// Remove the result cache (`.oomlint_cache/`) of the current directory.
     Clean,
     /// Lint, then measure what each finding really costs in memory with libtorch
@@ -144,6 +146,7 @@ const SUBCOMMANDS: &[&str] = &[
     "rule",
     "rules",
     "clean",
+    "server",
     "confirm",
     "__scenario",
     "help",
