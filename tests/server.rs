@@ -428,3 +428,106 @@ fn editor_session_over_stdio() {
     let status = c.child.wait().unwrap();
     assert!(status.success(), "{status}");
 }
+
+/// The block after the `<!-- ci: NAME ...` marker of the README.
+fn readme_block(name: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let at = readme
+        .find(&format!("<!-- ci: {name} "))
+        .unwrap_or_else(|| panic!("README has no {name} block"));
+    let rest = &readme[at..];
+    let start = rest.find("```").expect("a code block");
+    let body = &rest[start..];
+    let body = &body[body.find('\n').unwrap() + 1..];
+    body[..body.find("```").expect("the block ends")].to_owned()
+}
+
+#[test]
+fn readme_editor_snippets_start_the_server() {
+    // VS Code: JSON settings naming the command and its argument.
+    let vscode: Value = serde_json::from_str(&readme_block("editor-vscode")).expect("JSON");
+    assert_eq!(vscode["glspc.server.command"], "oomlint");
+    assert_eq!(vscode["glspc.server.commandArguments"], json!(["server"]));
+    assert!(vscode["glspc.server.languageId"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("python")));
+
+    // Helix: TOML that defines the server and attaches it to Python.
+    let helix: toml::Value = toml::from_str(&readme_block("editor-helix")).expect("TOML");
+    let server = &helix["language-server"]["oomlint"];
+    assert_eq!(server["command"].as_str(), Some("oomlint"));
+    assert_eq!(
+        server["args"].as_array().unwrap(),
+        &vec![toml::Value::from("server")]
+    );
+    let python = helix["language"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"].as_str() == Some("python"))
+        .expect("a [[language]] for python");
+    assert!(python["language-servers"]
+        .as_array()
+        .unwrap()
+        .contains(&toml::Value::from("oomlint")));
+
+    // Neovim: Lua, checked structurally: brackets balance outside strings and
+    // comments, `vim.lsp.start` is called, and its `cmd` is the command line.
+    let lua = readme_block("editor-neovim");
+    let mut stack = Vec::new();
+    let mut chars = lua.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' | '\'' => {
+                let mut closed = false;
+                while let Some(d) = chars.next() {
+                    if d == '\\' {
+                        chars.next();
+                    } else if d == c {
+                        closed = true;
+                        break;
+                    } else if d == '\n' {
+                        break;
+                    }
+                }
+                assert!(closed, "an unterminated string in the Neovim snippet");
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        break;
+                    }
+                }
+            }
+            '(' | '{' | '[' => stack.push(c),
+            ')' | '}' | ']' => {
+                let open = stack
+                    .pop()
+                    .expect("a closing bracket without an opening one");
+                assert_eq!(
+                    open,
+                    match c {
+                        ')' => '(',
+                        '}' => '{',
+                        _ => '[',
+                    }
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(stack.is_empty(), "unclosed brackets: {stack:?}");
+    assert!(lua.contains("vim.lsp.start({"));
+    let cmd = lua.split("cmd = {").nth(1).expect("a cmd table");
+    let cmd: Vec<&str> = cmd[..cmd.find('}').unwrap()]
+        .split(',')
+        .map(|s| s.trim().trim_matches('"'))
+        .filter(|s| !s.is_empty())
+        .collect();
+    assert_eq!(cmd, ["oomlint", "server"]);
+    let end_count = lua.matches("end").count();
+    let fn_count = lua.matches("function").count();
+    assert_eq!(end_count, fn_count, "each function has its end");
+}
