@@ -722,6 +722,8 @@ impl<'c> Server<'c> {
             .get(key)
             .cloned()
             .unwrap_or_else(|| key.to_owned());
+        // Linted now from the current text: a debounced lint still waiting is moot.
+        self.pending.remove(&key);
         let (entries, targets) = if self.notebooks.contains_key(&key) {
             self.lint_notebook(&key)
         } else if self.docs.contains_key(&key) {
