@@ -90,6 +90,16 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             continue;
         }
         let name = model.text(target);
+        // `epoch_total += total`: the graph comes from another accumulation.
+        let related = model
+            .graph_accumulation(added, a.site)
+            .filter(|stmt| *stmt != a.node)
+            .map(|stmt| Related {
+                range: model.range(stmt),
+                message: built_up_by(model.text(stmt)),
+            })
+            .into_iter()
+            .collect();
         let what = match origin {
             Origin::Loss => "a loss",
             Origin::Output => "a model output",
@@ -105,7 +115,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             ),
             pattern: Pattern::AccumulateGraph { origin },
             fix: None,
-            related: Vec::new(),
+            related,
         });
     }
 }
@@ -121,5 +131,15 @@ fn item_of(s: &str) -> String {
         format!("`({s}).item()`")
     } else {
         "the value's `.item()`".to_owned()
+    }
+}
+
+/// The note on a value whose graph an accumulation builds up; the statement is quoted
+/// when it is short and on one line (the note gives its location either way).
+fn built_up_by(stmt: &str) -> String {
+    if stmt.len() <= 60 && !stmt.contains('\n') {
+        format!("its graph is built up by `{stmt}`")
+    } else {
+        "its graph is built up by an accumulation".to_owned()
     }
 }

@@ -120,6 +120,15 @@ fn report(
         format!("`{what}`")
     };
     let target = model.text(container);
+    // A value derived from an accumulator carries the graph that line builds up.
+    let related = model
+        .graph_accumulation(value, site)
+        .map(|stmt| Related {
+            range: model.range(stmt),
+            message: built_up_by(model.text(stmt)),
+        })
+        .into_iter()
+        .collect();
     let kept = match origin {
         Origin::Loss => "autograd graph",
         Origin::Output => "autograd graph and activations",
@@ -133,7 +142,7 @@ fn report(
             .to_owned(),
         pattern: Pattern::KeepGraph { origin },
         fix: None,
-        related: Vec::new(),
+        related,
     });
 }
 
@@ -165,5 +174,15 @@ fn is_constant(n: Node<'_>) -> bool {
             all
         }
         _ => false,
+    }
+}
+
+/// The note on a value whose graph an accumulation builds up; the statement is quoted
+/// when it is short and on one line (the note gives its location either way).
+fn built_up_by(stmt: &str) -> String {
+    if stmt.len() <= 60 && !stmt.contains('\n') {
+        format!("its graph is built up by `{stmt}`")
+    } else {
+        "its graph is built up by an accumulation".to_owned()
     }
 }

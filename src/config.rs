@@ -323,6 +323,16 @@ impl Settings {
         )
     }
 
+    /// The enabled rules that `per-file-ignores` turn off for `path`, in code order.
+    pub fn rules_off(&self, path: &Path) -> Vec<&'static Rule> {
+        let off = self.per_file.rules_off(&self.config.root, path);
+        self.rules
+            .iter()
+            .copied()
+            .filter(|r| off.iter().any(|o| std::ptr::eq(*o, *r)))
+            .collect()
+    }
+
     /// The rules to run on `path`: the enabled ones less its `per-file-ignores`.
     pub fn rules_for(&self, path: &Path) -> std::borrow::Cow<'_, [&'static Rule]> {
         let off = self.per_file.rules_off(&self.config.root, path);

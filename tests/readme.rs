@@ -154,3 +154,43 @@ fn rules_import_only_the_prelude_and_the_model() {
     }
     assert!(checked >= 6, "only {checked} rule files found");
 }
+
+/// The README's options table is generated from the clap definitions of `check` (every
+/// visible flag, its values and default, then every output format); this keeps them in
+/// sync, as the rule table is kept.
+#[test]
+fn readme_options_table_matches_the_command_line() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
+    let start = readme
+        .find("<!-- options:start")
+        .expect("options:start marker");
+    let start = start + readme[start..].find('\n').expect("newline") + 1;
+    let end = readme
+        .find("<!-- options:end -->")
+        .expect("options:end marker");
+    let out = assert_cmd::Command::cargo_bin("oomlint")
+        .unwrap()
+        .arg("__options")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8(out.stdout).unwrap();
+    // Not empty by accident: the flags and formats the issues named are there.
+    for needle in [
+        "`--format` `<FORMAT>`, `--output-format`",
+        "`--fail-on`",
+        "`--exit-non-zero-on-empty`",
+        "`--stdin-filename`",
+        "| `sarif` |",
+        "| `junit` |",
+    ] {
+        assert!(table.contains(needle), "{needle} missing from:\n{table}");
+    }
+    assert!(!table.contains("--parse-only"), "hidden flags stay out");
+    assert_eq!(
+        &readme[start..end],
+        table,
+        "README options table is stale: replace it with `cargo run -- __options`"
+    );
+}

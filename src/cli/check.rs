@@ -16,15 +16,15 @@ use oomlint::lint::{LintOptions, Linter};
 use oomlint::project::{project_root, NoStore, ProjectIndex, Projects, SummaryStore};
 use oomlint::render::{self, Color, Format};
 use oomlint::report::FileReport;
+use oomlint::rule::Severity;
 use oomlint::walk::{self, FileEntry};
 
-use super::args::CheckArgs;
+use super::args::{CheckArgs, FailOn};
 use super::summary::Summary;
 use super::{config_failed, report_error, usage_error, ExitStatus};
 
-/// What linting gave: the files, the paths that could not be walked, and a report per file.
+/// What linting gave: the paths that could not be walked, and a report per file.
 struct Linted {
-    files: Vec<FileEntry>,
     walk_errors: Vec<FileError>,
     reports: Vec<FileReport>,
 }
@@ -62,16 +62,40 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     if a.show_settings {
         return Ok(super::info::show_settings(&resolver, &paths[0]));
     }
+    if a.statistics
+        && !matches!(
+            a.format,
+            Format::Text | Format::Concise | Format::Json | Format::Jsonl
+        )
+    {
+        return Err(usage_error(
+            "--statistics prints a table (text, concise) or JSON (json, jsonl); not this --format",
+        ));
+    }
 
+    // `-` among the paths, or `--stdin-filename`, reads stdin.
+    let dash = a.paths.iter().any(|p| p.as_os_str() == "-");
+    let from_stdin = dash || a.stdin_filename.is_some();
+    if from_stdin && a.add_noqa {
+        return Err(usage_error("--add-noqa edits files: it cannot edit stdin"));
+    }
     let Linted {
-        files,
         walk_errors,
         reports,
-    } = if let Some(name) = &a.stdin_filename {
-        lint_stdin(a, name, &resolver, lint_opts)?
+    } = if from_stdin {
+        let name = a
+            .stdin_filename
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("-"));
+        lint_stdin(a, &name, &resolver, lint_opts)?
     } else {
         lint_paths(a, &paths, &resolver, lint_opts, threads, &pool)?
     };
+    // A CI job pointed at the wrong folder must not pass in silence.
+    let empty = !from_stdin && reports.is_empty() && walk_errors.is_empty();
+    if empty {
+        eprintln!("oomlint: warning: no Python files found under the given paths");
+    }
 
     if a.add_noqa {
         return Ok(add_noqa(
@@ -102,16 +126,24 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
             reports.len()
         );
     }
-    let problems = report_problems(&walk_errors, &reports, a.allow_unlintable);
-    let summary = Summary::new(&reports, files.len(), problems.errors, problems.skipped);
+    let fatal = report_problems(&walk_errors, &reports, a.allow_unlintable);
+    let summary = Summary::new(&reports, walk_errors.len());
     if a.format == Format::Text && !a.quiet {
         eprintln!("{summary}");
     }
-    Ok(ExitStatus::of_run(
-        problems.fatal,
-        summary.findings,
-        a.exit_zero,
-    ))
+    if empty && a.exit_non_zero_on_empty {
+        return Ok(ExitStatus::Error);
+    }
+    let least = match a.fail_on {
+        FailOn::Warning => Severity::Warning,
+        FailOn::Error => Severity::Error,
+    };
+    let failing = reports
+        .iter()
+        .flat_map(|r| &r.findings)
+        .filter(|f| f.severity >= least)
+        .count();
+    Ok(ExitStatus::of_run(fatal, failing, a.exit_zero))
 }
 
 /// The configuration of the run: the files it names, with the command line's overrides.
@@ -139,10 +171,13 @@ fn lint_stdin(
     resolver: &Arc<Resolver>,
     lint_opts: LintOptions,
 ) -> Result<Linted, ExitStatus> {
-    if !a.paths.is_empty() {
-        return Err(usage_error(
-            "--stdin-filename reads stdin: give no paths with it",
-        ));
+    let only_dash = a.paths.len() == 1 && a.paths[0].as_os_str() == "-";
+    if !a.paths.is_empty() && !only_dash {
+        return Err(usage_error(if a.stdin_filename.is_some() {
+            "--stdin-filename reads stdin: give no paths with it (or only `-`)"
+        } else {
+            "`-` reads stdin: give no other path with it"
+        }));
     }
     let bytes = match oomlint::source::read_bounded(std::io::stdin().lock(), a.max_file_size) {
         Ok(b) => b,
@@ -165,12 +200,7 @@ fn lint_stdin(
             ..Default::default()
         }]
     };
-    let files = vec![FileEntry {
-        path: name.to_path_buf(),
-        display: oomlint::paths::display(name),
-    }];
     Ok(Linted {
-        files,
         walk_errors: Vec::new(),
         reports,
     })
@@ -241,7 +271,6 @@ fn lint_paths(
         );
     }
     Ok(Linted {
-        files,
         walk_errors,
         reports,
     })
@@ -354,7 +383,7 @@ fn add_noqa(
             .collect()
     });
     let problems = report_problems(walk_errors, reports, a.allow_unlintable);
-    let mut failed = problems.fatal;
+    let mut failed = problems;
     let mut added = 0;
     for (shown, r) in results {
         match r {
@@ -398,19 +427,23 @@ fn write_output(
         },
         None => Box::new(stdout.lock()),
     };
+    let terminal = a.output_file.is_none() && std::io::stdout().is_terminal();
     let color = match a.color {
         Color::Always => true,
         Color::Never => false,
-        Color::Auto => {
-            a.output_file.is_none()
-                && std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none()
-        }
+        Color::Auto => auto_color(terminal, env_set("NO_COLOR"), env_set("FORCE_COLOR")),
     };
     let written = if a.statistics {
-        render::render_statistics(&mut out, reports)
+        render::render_statistics(&mut out, reports, a.format)
     } else {
-        render::render(&mut out, a.format, reports, color, confirmations)
+        render::render_width(
+            &mut out,
+            a.format,
+            reports,
+            color,
+            text_width(terminal),
+            confirmations,
+        )
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
@@ -420,42 +453,64 @@ fn write_output(
     Ok(())
 }
 
-/// The problems met with files, counted.
-struct Problems {
-    /// Paths that could not be walked and files that could not be linted.
-    errors: usize,
-    /// The errors that make the exit status 2 (`--allow-unlintable` spares unlintable
-    /// files).
-    fatal: usize,
-    /// Files skipped as larger than `--max-file-size`.
-    skipped: usize,
-}
-
 /// Problems with files go to stderr after the findings, in path order: the paths that
-/// could not be walked, then each file's warnings and errors.
+/// could not be walked, then each file's warnings and errors. Returns how many of the
+/// errors make the exit status 2 (`--allow-unlintable` spares unlintable files).
 fn report_problems(
     walk_errors: &[FileError],
     reports: &[FileReport],
     allow_unlintable: bool,
-) -> Problems {
-    let mut p = Problems {
-        errors: walk_errors.len(),
-        fatal: walk_errors.len(),
-        skipped: 0,
-    };
+) -> usize {
+    let mut fatal = walk_errors.len();
     for e in walk_errors {
         eprintln!("oomlint: error: {}", render::sanitize(&e.to_string()));
     }
     for r in reports {
         for w in &r.warnings {
-            p.skipped += usize::from(matches!(w, oomlint::error::FileWarning::TooLarge { .. }));
             eprintln!("oomlint: warning: {}", render::sanitize(&w.to_string()));
         }
         for e in &r.errors {
-            p.errors += 1;
-            p.fatal += usize::from(!(allow_unlintable && e.is_unlintable()));
+            fatal += usize::from(!(allow_unlintable && e.is_unlintable()));
             eprintln!("oomlint: error: {}", render::sanitize(&e.to_string()));
         }
     }
-    p
+    fatal
+}
+
+/// The width of the text output: the terminal's (`COLUMNS` when the terminal does not
+/// say), within bounds that keep the snippets readable, or a fixed width when stdout is
+/// not a terminal (a file, a pipe, a CI log), so that output is the same everywhere.
+fn text_width(terminal: bool) -> usize {
+    if !terminal {
+        return render::TEXT_WIDTH;
+    }
+    let columns = terminal_size::terminal_size()
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok());
+    columns.map_or(render::TEXT_WIDTH, |c| c.clamp(40, 400))
+}
+
+/// Whether an environment variable is set to something (`NO_COLOR=` set empty counts as
+/// unset, as no-color.org and force-color.org ask).
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// `--color auto`: `NO_COLOR` turns colour off, else `FORCE_COLOR` turns it on (a CI log
+/// that shows colours is not a terminal), else colour when stdout is a terminal.
+fn auto_color(terminal: bool, no_color: bool, force_color: bool) -> bool {
+    !no_color && (force_color || terminal)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn auto_color() {
+        use super::auto_color;
+        assert!(auto_color(true, false, false));
+        assert!(!auto_color(false, false, false));
+        assert!(auto_color(false, false, true));
+        assert!(!auto_color(true, true, false));
+        assert!(!auto_color(false, true, true), "NO_COLOR wins");
+    }
 }

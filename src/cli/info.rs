@@ -9,15 +9,47 @@ use oomlint::rules;
 use super::args::ListFormat;
 use super::{config_failed, usage_error, ExitStatus};
 
-/// `oomlint rule CODE`: the documentation of a rule.
-pub fn rule(code: &str) -> ExitStatus {
-    match rules::by_code(code) {
+/// `oomlint rule CODE|NAME` (or `--all`): the documentation of a rule, or of every rule.
+pub fn rule(rule: Option<&str>, all: bool) -> ExitStatus {
+    let print = |r: &oomlint::rule::Rule| {
+        println!("# {} ({})\n", r.code, r.name);
+        print!("{}", r.documentation());
+    };
+    if all {
+        for (i, r) in rules::ALL.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print(r);
+        }
+        return ExitStatus::Success;
+    }
+    let wanted = rule.unwrap_or_default();
+    let found = rules::ALL
+        .iter()
+        .find(|r| r.code.eq_ignore_ascii_case(wanted) || r.name == wanted);
+    match found {
         Some(r) => {
-            println!("# {} ({})\n", r.code, r.name);
-            print!("{}", r.documentation());
+            print(r);
             ExitStatus::Success
         }
-        None => usage_error(&format!("unknown rule code `{code}` (see `oomlint rules`)")),
+        None => {
+            let near = super::args::closest(
+                &wanted.to_ascii_lowercase(),
+                rules::ALL.iter().map(|r| r.name),
+            )
+            .or_else(|| {
+                super::args::closest(
+                    &wanted.to_ascii_uppercase(),
+                    rules::ALL.iter().map(|r| r.code),
+                )
+            });
+            let tip = match near {
+                Some(n) => format!("; did you mean `{n}`?"),
+                None => " (see `oomlint rules`)".to_owned(),
+            };
+            usage_error(&format!("unknown rule `{wanted}`{tip}"))
+        }
     }
 }
 
@@ -78,9 +110,25 @@ pub fn show_settings(resolver: &Resolver, p: &Path) -> ExitStatus {
     if config_failed(resolver) {
         return ExitStatus::Error;
     }
-    print!(
-        "{}",
-        oomlint::render::sanitize_lines(&settings.describe(&oomlint::paths::display(p)))
-    );
+    let mut text = settings.describe(&oomlint::paths::display(p));
+    // For a file, what its per-file-ignores entries turn off (a folder matches none).
+    if !p.is_dir() {
+        let off: Vec<String> = settings
+            .rules_off(p)
+            .iter()
+            .map(|r| format!("{:?}", r.code))
+            .collect();
+        text.push_str(&format!(
+            "rules off for this file (per-file-ignores) = [{}]\n",
+            off.join(", ")
+        ));
+    }
+    print!("{}", oomlint::render::sanitize_lines(&text));
+    ExitStatus::Success
+}
+
+/// `oomlint __options`: the README's options table (`tests/readme.rs` compares them).
+pub fn options_table() -> ExitStatus {
+    print!("{}", super::args::options_markdown());
     ExitStatus::Success
 }

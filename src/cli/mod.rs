@@ -66,7 +66,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         Command::Confirm(c) => check::check(c.check, Some(c.measure)),
         // The child process of `confirm` speaks its own protocol through its exit code.
         Command::Scenario(s) => return oomlint::confirm::scenario_main(&s),
-        Command::Rule { code } => info::rule(&code),
+        Command::Rule { rule, all } => info::rule(rule.as_deref(), all),
+        Command::Options => info::options_table(),
         Command::Clean => info::clean(),
         Command::Server => server(),
         Command::Rules { format } => info::rules(format),

@@ -51,6 +51,9 @@ pub(super) fn render_github(
                 message.push_str(&format!("cell {}, line {}: ", cell.cell, cell.line));
             }
             message.push_str(&format!("{} {}\nhelp: {}", f.code, f.message, f.help));
+            for rel in &f.related {
+                message.push_str(&format!("\nnote: {} (line {})", rel.message, rel.line));
+            }
             if let Some(c) = confirmations.and_then(|c| c.get(ri, fi)) {
                 message.push('\n');
                 message.push_str(&c.line());

@@ -73,15 +73,22 @@ pub(super) fn render_junit(out: &mut dyn Write, reports: &[FileReport]) -> io::R
                 r#"    <testcase name="{} {}:{at}" classname="{path}" file="{path}" line="{}">"#,
                 f.code, path, f.line
             )?;
+            let mut body = format!(
+                "{}:{at}: {} {} ({})\nhelp: {}",
+                r.path, f.code, f.message, f.name, f.help
+            );
+            for rel in &f.related {
+                body.push_str(&format!(
+                    "\nnote: {} ({}:{}:{})",
+                    rel.message, r.path, rel.line, rel.column
+                ));
+            }
             writeln!(
                 out,
                 r#"      <failure message="{}" type="{}">{}</failure>"#,
                 xml_escape(&f.message),
                 f.code,
-                xml_escape(&format!(
-                    "{}:{at}: {} {} ({})\nhelp: {}",
-                    r.path, f.code, f.message, f.name, f.help
-                ))
+                xml_escape(&body)
             )?;
             writeln!(out, "    </testcase>")?;
         }

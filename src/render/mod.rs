@@ -46,6 +46,22 @@ pub fn render(
     color: bool,
     confirmations: Option<&Confirmations>,
 ) -> io::Result<()> {
+    render_width(out, format, reports, color, TEXT_WIDTH, confirmations)
+}
+
+/// The width the text format wraps to when it does not write to a terminal: the same
+/// output on every machine and in every log.
+pub const TEXT_WIDTH: usize = 100;
+
+/// [`render`], with the text format wrapped to `width` columns (a terminal's width).
+pub fn render_width(
+    out: &mut dyn Write,
+    format: Format,
+    reports: &[FileReport],
+    color: bool,
+    width: usize,
+    confirmations: Option<&Confirmations>,
+) -> io::Result<()> {
     let conf = |ri: usize, fi: usize| confirmations.and_then(|c| c.get(ri, fi));
     // Each finding as JSON: the ten keys, plus `confirmation` in confirm mode.
     let objects = || {
@@ -56,11 +72,12 @@ pub fn render(
                 .map(move |(fi, f)| FindingJson {
                     finding: f,
                     confirmation: conf(ri, fi),
+                    related: f.related.iter().map(RelatedJson::from).collect(),
                 })
         })
     };
     match format {
-        Format::Text => render_text(out, reports, color, confirmations),
+        Format::Text => render_text(out, reports, color, width, confirmations),
         Format::Concise => {
             for (ri, r) in reports.iter().enumerate() {
                 for (fi, f) in r.findings.iter().enumerate() {
@@ -104,18 +121,50 @@ pub fn render(
     }
 }
 
-/// A finding as json/jsonl write it: its ten keys, and `confirmation` only when there
-/// is one (`oomlint confirm`).
+/// A finding as json/jsonl write it: its ten keys, `confirmation` only when there is one
+/// (`oomlint confirm`), and `related` only when the finding has related locations.
 #[derive(serde::Serialize)]
 struct FindingJson<'a> {
     #[serde(flatten)]
     finding: &'a Finding,
     #[serde(skip_serializing_if = "Option::is_none")]
     confirmation: Option<&'a crate::confirm::Confirmation>,
+    /// The lines that caused the finding (`total_loss += loss` for a value derived from
+    /// it); the key is left out when there are none, so the ten keys stay as they were.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    related: Vec<RelatedJson<'a>>,
 }
 
-/// `--statistics`: one line per rule that fired, most frequent first.
-pub fn render_statistics(out: &mut dyn Write, reports: &[FileReport]) -> io::Result<()> {
+/// A related location as json/jsonl write it: positioned like a finding, in its file.
+#[derive(serde::Serialize)]
+struct RelatedJson<'a> {
+    message: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+}
+
+impl<'a> From<&'a crate::report::RelatedLocation> for RelatedJson<'a> {
+    fn from(r: &'a crate::report::RelatedLocation) -> Self {
+        RelatedJson {
+            message: &r.message,
+            line: r.line,
+            column: r.column,
+            end_line: r.end_line,
+            end_column: r.end_column,
+        }
+    }
+}
+
+/// `--statistics`: one entry per rule that fired, most frequent first: a line
+/// `count<TAB>code<TAB>name` (text, concise), or an object `{"code", "name", "count"}`
+/// (a JSON array for json, one per line for jsonl), as ruff writes its statistics.
+pub fn render_statistics(
+    out: &mut dyn Write,
+    reports: &[FileReport],
+    format: Format,
+) -> io::Result<()> {
     let mut counts: Vec<(&'static str, &'static str, usize)> = Vec::new();
     for f in reports.iter().flat_map(|r| r.findings.iter()) {
         match counts.iter_mut().find(|c| c.0 == f.code) {
@@ -124,10 +173,27 @@ pub fn render_statistics(out: &mut dyn Write, reports: &[FileReport]) -> io::Res
         }
     }
     counts.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
-    for (code, name, n) in counts {
-        writeln!(out, "{n:>5}\t{code}\t{name}")?;
+    let object = |&(code, name, count): &(&str, &str, usize)| serde_json::json!({ "code": code, "name": name, "count": count });
+    match format {
+        Format::Json => {
+            let all: Vec<serde_json::Value> = counts.iter().map(object).collect();
+            write_json(out, &serde_json::to_vec_pretty(&all)?)?;
+            writeln!(out)
+        }
+        Format::Jsonl => {
+            for c in &counts {
+                write_json(out, &serde_json::to_vec(&object(c))?)?;
+                writeln!(out)?;
+            }
+            Ok(())
+        }
+        _ => {
+            for (code, name, n) in counts {
+                writeln!(out, "{n:>5}\t{code}\t{name}")?;
+            }
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Writes serialized JSON with the characters that JSON leaves raw but that split or

@@ -150,6 +150,29 @@ pub(super) fn sarif_value(reports: &[FileReport], confirmations: Option<&Confirm
                     }
                 }],
             });
+            if !f.related.is_empty() {
+                let related: Vec<Value> = f
+                    .related
+                    .iter()
+                    .enumerate()
+                    .map(|(i, rel)| {
+                        json!({
+                            "id": i,
+                            "message": { "text": rel.message },
+                            "physicalLocation": {
+                                "artifactLocation": artifact(r, &f.path),
+                                "region": {
+                                    "startLine": rel.line,
+                                    "startColumn": rel.column,
+                                    "endLine": rel.end_line,
+                                    "endColumn": rel.end_column,
+                                }
+                            }
+                        })
+                    })
+                    .collect();
+                result["relatedLocations"] = json!(related);
+            }
             if let Some(c) = &f.cell {
                 result["properties"] =
                     json!({ "cell": c.cell, "cellLine": c.line, "cellColumn": c.column });

@@ -82,6 +82,7 @@ pub(super) fn render_text(
     out: &mut dyn Write,
     reports: &[FileReport],
     color: bool,
+    width: usize,
     confirmations: Option<&Confirmations>,
 ) -> io::Result<()> {
     let theme = if color {
@@ -91,7 +92,7 @@ pub(super) fn render_text(
     };
     let handler = GraphicalReportHandler::new_themed(theme)
         .with_links(false)
-        .with_width(100)
+        .with_width(width)
         .with_context_lines(1);
     for (ri, r) in reports.iter().enumerate() {
         let Some(src) = &r.source else { continue };
@@ -143,6 +144,17 @@ pub(super) fn render_text(
                 .map_err(|_| io::Error::other("formatting failed"))?;
             // A message or help wrapped by miette may bring `::` to a line's start.
             out.write_all(super::defuse_commands(&s).as_bytes())?;
+            // Where the finding comes from, when another line caused it.
+            for rel in &f.related {
+                writeln!(
+                    out,
+                    "  note: {} ({}:{}:{})",
+                    super::sanitize(&rel.message),
+                    super::sanitize(&r.path),
+                    rel.line,
+                    rel.column
+                )?;
+            }
             if let Some(c) = confirmations.and_then(|c| c.get(ri, fi)) {
                 let verdict = c.verdict.as_str();
                 let rest = &c.line()[verdict.len()..];

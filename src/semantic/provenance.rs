@@ -1360,6 +1360,130 @@ impl<'a> SemanticModel<'a> {
         self.eval(expr, site, 0)
     }
 
+    /// The accumulation (`total_loss += loss`, `total = total + loss`) that built up the
+    /// graph `expr` carries at `site`, when its value comes from one: found by following
+    /// the names `expr` reads back through their bindings. A finding on a value derived
+    /// from an accumulator (`history.append((avg, acc))` after `avg = total_loss / n`)
+    /// names with it the line that made the value carry every step's graph. The walk is
+    /// iterative and bounded; `None` when it finds no accumulation of a graph.
+    pub fn graph_accumulation(&self, expr: Node<'_>, site: Site) -> Option<Node<'a>> {
+        /// Bindings and expressions looked at before giving up.
+        const BUDGET: usize = 512;
+        enum Item<'n> {
+            Expr(Node<'n>, Site),
+            Binding(BindingId),
+        }
+        let mut work = vec![Item::Expr(expr, site)];
+        let mut seen: FxHashSet<BindingId> = FxHashSet::default();
+        let mut spent = 0;
+        while let Some(item) = work.pop() {
+            spent += 1;
+            if spent > BUDGET {
+                return None;
+            }
+            let b = match item {
+                Item::Binding(b) => b,
+                Item::Expr(n, s) => {
+                    for name in self.names_read(n, BUDGET) {
+                        if let Some(b) = self.resolve(name, s, name.start_byte()) {
+                            work.push(Item::Binding(b));
+                        }
+                    }
+                    continue;
+                }
+            };
+            if !seen.insert(b) {
+                continue;
+            }
+            let bd = &self.bindings[b];
+            let Some(value) = bd.value else { continue };
+            match self.accumulation(b) {
+                Some((stmt, added)) => {
+                    if matches!(self.eval(added, bd.site, 0), Value::Graph(_)) {
+                        return Some(stmt);
+                    }
+                    // What was accumulated before this step may carry the graph.
+                    if let Some(p) = self.previous_binding(b) {
+                        work.push(Item::Binding(p));
+                    }
+                    if bd.kind == BindingKind::Assign {
+                        work.push(Item::Expr(added, bd.site));
+                    }
+                }
+                None if bd.kind == BindingKind::Assign => work.push(Item::Expr(value, bd.site)),
+                None => {}
+            }
+        }
+        None
+    }
+
+    /// The binding `b` as an accumulation: its statement and the value it adds, for
+    /// `t += v` / `t -= v` and `t = t + v` / `t = v + t` / `t = t - v`.
+    fn accumulation(&self, b: BindingId) -> Option<(Node<'a>, Node<'a>)> {
+        let bd = &self.bindings[b];
+        let value = bd.value?;
+        let stmt = value.parent()?;
+        match bd.kind {
+            BindingKind::Augmented => {
+                let op = stmt.field("operator").map(|o| self.text(o));
+                matches!(op, Some("+=" | "-=")).then_some((stmt, value))
+            }
+            BindingKind::Assign if bd.index.is_none() && stmt.kind() == "assignment" => {
+                let target = self.text(unwrap_parens(stmt.field("left")?));
+                let v = unwrap_parens(value);
+                if v.kind() != "binary_operator" {
+                    return None;
+                }
+                let op = v.field("operator").map(|o| self.text(o));
+                let (l, r) = (v.field("left")?, v.field("right")?);
+                if !matches!(op, Some("+" | "-")) {
+                    return None;
+                }
+                if self.text(unwrap_parens(l)) == target {
+                    Some((stmt, r))
+                } else if self.text(unwrap_parens(r)) == target && op == Some("+") {
+                    Some((stmt, l))
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// The names (`x`, `self.x`) an expression reads, at most `limit` nodes looked at:
+    /// not attribute names after a dot, nor keyword names of a call.
+    fn names_read<'n>(&self, expr: Node<'n>, limit: usize) -> Vec<Node<'n>> {
+        let mut out = Vec::new();
+        let mut stack = vec![expr];
+        let mut looked = 0;
+        while let Some(n) = stack.pop() {
+            looked += 1;
+            if looked > limit {
+                break;
+            }
+            match n.kind() {
+                "identifier" => out.push(n),
+                "attribute" => {
+                    let obj = n.field("object").map(unwrap_parens);
+                    if obj.is_some_and(|o| o.kind() == "identifier") {
+                        out.push(n);
+                    }
+                    stack.extend(obj);
+                }
+                "keyword_argument" => stack.extend(n.field("value")),
+                // A nested function or lambda reads its own names.
+                "lambda" | "function_definition" => {}
+                _ => {
+                    let mut c = n.walk();
+                    let children: Vec<Node<'n>> = n.named_children(&mut c).collect();
+                    stack.extend(children.into_iter().rev());
+                }
+            }
+        }
+        out
+    }
+
     /// True when some evaluation hit the depth limit (deeply nested code): the result
     /// was treated as unknown.
     pub fn depth_limited(&self) -> bool {
