@@ -201,6 +201,23 @@ def train(model, loader, criterion, optimizer):
     return losses
 ";
 
+const ACCUM: &str = "\
+import torch
+
+
+def train(model, loader, criterion, optimizer):
+    running = 0.0
+    history = []
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        running = running + loss
+        loss.backward()
+        optimizer.step()
+        history.append(running)
+    return history
+";
+
 const STALE: &str = "\
 def mean(values):
     return sum(values) / len(values)  # noqa: E501, OOM202
@@ -335,6 +352,28 @@ fn editor_session_over_stdio() {
         json!({ "textDocument": { "uri": stale, "version": 2 }, "contentChanges": [{ "text": fixed }] }),
     );
     assert_eq!(c.diagnostics(&stale, Some(2)), Vec::<Value>::new());
+
+    // Related information: the line that built up the graph a kept value carries.
+    let accum = file_uri(&root.join("accum.py"));
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": accum, "languageId": "python", "version": 1, "text": ACCUM } }),
+    );
+    let diags = c.diagnostics(&accum, Some(1));
+    let kept = diags
+        .iter()
+        .find(|d| d["code"] == "OOM201")
+        .unwrap_or_else(|| panic!("no OOM201: {diags:#?}"));
+    let related = kept["relatedInformation"]
+        .as_array()
+        .expect("related information");
+    assert_eq!(related[0]["location"]["uri"], accum);
+    assert_eq!(related[0]["location"]["range"]["start"]["line"], 9);
+    c.notify(
+        "textDocument/didClose",
+        json!({ "textDocument": { "uri": accum } }),
+    );
+    assert_eq!(c.diagnostics(&accum, None), Vec::<Value>::new());
 
     // A notebook: the finding is published on the cell it is in, at the cell's line.
     let nb = file_uri(&root.join("explore.ipynb"));
