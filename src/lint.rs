@@ -835,12 +835,16 @@ fn suppress(report: &mut FileReport, model: &SemanticModel, src: &Source, rules:
         })
         .collect();
     let unused = unused_rule.map(|rule| {
-        let hits =
-            |line: usize, code: Option<&str>| {
-                report.findings.iter().zip(&comment_lines).any(|(f, &cl)| {
-                    (f.line == line || cl == line) && code.is_none_or(|c| f.code == c)
-                })
-            };
+        // Each finding answers for its first line and its comment line: a set, so a
+        // file of many comments and findings costs their sum, not their product.
+        let mut hit: rustc_hash::FxHashSet<(usize, &str)> = rustc_hash::FxHashSet::default();
+        for (f, &cl) in report.findings.iter().zip(&comment_lines) {
+            for line in [f.line, cl] {
+                hit.insert((line, f.code));
+                hit.insert((line, ""));
+            }
+        }
+        let hits = |line: usize, code: Option<&str>| hit.contains(&(line, code.unwrap_or("")));
         let found = crate::noqa::unused(
             text,
             model
