@@ -60,14 +60,16 @@ pub fn doc_url(code: &str) -> Option<String> {
 
 /// The rule table of the README, generated from the registry.
 pub fn markdown_table() -> String {
-    let mut s =
-        String::from("| Code | Name | Severity | What it flags |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from(
+        "| Code | Name | Severity | Fix | What it flags |\n| --- | --- | --- | --- | --- |\n",
+    );
     for r in ALL {
         s.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | {} | {} |\n",
             r.code,
             r.name,
             r.severity.as_str(),
+            r.fix.as_str(),
             r.summary().replace('|', "\\|")
         ));
     }

@@ -22,14 +22,21 @@ declare_rule! {
     ///
     /// ## How to fix
     /// Remove the codes that suppress nothing, or the whole comment when none is left:
-    /// `losses.append(loss.item())`. The fix does this and is safe (comments only).
+    /// `losses.append(loss.item())`.
     ///
     /// The rule is computed when suppressions are applied, after every other rule ran
     /// on the file, so it sees exactly which comments were used.
+    ///
+    /// ## Fix safety
+    /// Every finding has a safe fix: it edits only the comment, removing the unused and
+    /// unknown `OOM` codes (the whole `# noqa`, and the line when the comment stood
+    /// alone, when nothing else is left). Other tools' codes and other comment sections
+    /// stay.
     pub static UNUSED_NOQA = Rule {
         code: "OOM001",
         name: "unused-noqa",
         severity: Severity::Warning,
+        fix: FixAvailability::Always,
         // Nothing to do on the model: the suppression stage reports it.
         check: |_, _, _| {},
         prefilter: |s| s.mentions_noqa(),

@@ -36,6 +36,6 @@ pub mod prelude {
     pub use crate::declare_rule;
     pub use crate::fix::{Applicability, Edit, Fix};
     pub use crate::pattern::Pattern;
-    pub use crate::rule::{Context, Diagnostic, Related, Rule, Severity};
+    pub use crate::rule::{Context, Diagnostic, FixAvailability, Related, Rule, Severity};
     pub use crate::semantic::{names, GradMode, Origin, SemanticModel, Value};
 }

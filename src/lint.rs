@@ -221,10 +221,16 @@ impl Linter {
                 ..Default::default()
             };
         }
-        let refuse = |report: FileReport, why: String| FixOutcome {
-            report,
-            refused: Some(why),
-            ..Default::default()
+        let refuse = |mut report: FileReport, why: String| {
+            report.warnings.push(FileWarning::NotFixed {
+                path: report.path.clone(),
+                reason: why.clone(),
+            });
+            FixOutcome {
+                report,
+                refused: Some(why),
+                ..Default::default()
+            }
         };
         let Some((bom, decoded)) = editable(bytes) else {
             return refuse(

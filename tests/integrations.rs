@@ -436,6 +436,7 @@ fn output_file() {
         "column",
         "end_line",
         "end_column",
+        "fix",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);

@@ -176,6 +176,36 @@ pub struct CheckArgs {
     /// notebook) are still reported in every format, but do not make the exit code 2.
     #[arg(long)]
     pub allow_unlintable: bool,
+    /// Apply the safe fixes, and report what remains.
+    #[arg(long, help_heading = "Fixes")]
+    pub fix: bool,
+    /// Apply the unsafe fixes too (with --fix, --fix-only or --diff); alone, count them
+    /// as fixable in the output.
+    #[arg(long, help_heading = "Fixes")]
+    pub unsafe_fixes: bool,
+    /// Print a unified diff of the fixes instead of applying them; exit 1 when there is
+    /// a diff.
+    #[arg(long, help_heading = "Fixes", conflicts_with = "fix_only")]
+    pub diff: bool,
+    /// Apply the fixes and report nothing that remains; exit 0 unless something failed.
+    #[arg(long, help_heading = "Fixes")]
+    pub fix_only: bool,
+}
+
+impl CheckArgs {
+    /// Whether this run changes files or shows what it would change.
+    pub fn fixing(&self) -> bool {
+        self.fix || self.fix_only || self.diff
+    }
+
+    /// The least applicability a fix needs to be applied (and marked `[*]`).
+    pub fn min_applicability(&self) -> oomlint::fix::Applicability {
+        if self.unsafe_fixes {
+            oomlint::fix::Applicability::Unsafe
+        } else {
+            oomlint::fix::Applicability::Safe
+        }
+    }
 }
 
 const SUBCOMMANDS: &[&str] = &[

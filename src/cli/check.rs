@@ -12,6 +12,7 @@ use oomlint::cache::Cache;
 use oomlint::config::{Overrides, Resolver};
 use oomlint::confirm::{ConfirmOptions, Confirmations};
 use oomlint::error::FileError;
+use oomlint::fix::Applicability;
 use oomlint::lint::{LintOptions, Linter};
 use oomlint::project::{project_root, NoStore, ProjectIndex, Projects, SummaryStore};
 use oomlint::render::{self, Color, Format};
@@ -23,10 +24,31 @@ use super::args::{CheckArgs, FailOn};
 use super::summary::Summary;
 use super::{config_failed, report_error, usage_error, ExitStatus};
 
-/// What linting gave: the paths that could not be walked, and a report per file.
+/// What linting gave: the paths that could not be walked, and a report per file (after
+/// fixing, of the fixed file), with what fixing did to it.
 struct Linted {
     walk_errors: Vec<FileError>,
     reports: Vec<FileReport>,
+    fixes: Vec<Fixed>,
+}
+
+/// What `--fix`, `--fix-only` or `--diff` did to one file.
+#[derive(Default)]
+struct Fixed {
+    /// How many findings the fixes removed (or, with `--diff`, would remove).
+    applied: usize,
+    /// `--diff`: the unified diff of the fixes.
+    diff: Option<String>,
+    /// stdin: the fixed text (the text as read, when nothing was fixed).
+    stdout: Option<Vec<u8>>,
+}
+
+/// How this run fixes, when it does.
+#[derive(Clone, Copy)]
+struct FixMode {
+    min: Applicability,
+    /// `--diff`: show, write nothing.
+    diff: bool,
 }
 
 pub fn check(a: CheckArgs, confirm: Option<ConfirmOptions>) -> ExitStatus {
@@ -79,22 +101,33 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     if from_stdin && a.add_noqa {
         return Err(usage_error("--add-noqa edits files: it cannot edit stdin"));
     }
+    let fix = a.fixing().then_some(FixMode {
+        min: a.min_applicability(),
+        diff: a.diff,
+    });
     let Linted {
         walk_errors,
         reports,
+        fixes,
     } = if from_stdin {
         let name = a
             .stdin_filename
             .clone()
             .unwrap_or_else(|| PathBuf::from("-"));
-        lint_stdin(a, &name, &resolver, lint_opts)?
+        lint_stdin(a, &name, &resolver, lint_opts, fix)?
     } else {
-        lint_paths(a, &paths, &resolver, lint_opts, threads, &pool)?
+        lint_paths(a, &paths, &resolver, lint_opts, threads, &pool, fix)?
     };
     // A CI job pointed at the wrong folder must not pass in silence.
     let empty = !from_stdin && reports.is_empty() && walk_errors.is_empty();
     if empty {
         eprintln!("oomlint: warning: no Python files found under the given paths");
+    }
+    if fix.is_some() {
+        if empty && a.exit_non_zero_on_empty {
+            return Ok(ExitStatus::Error);
+        }
+        return Ok(finish_fixing(a, &walk_errors, &reports, &fixes));
     }
 
     if a.add_noqa {
@@ -130,6 +163,7 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     let summary = Summary::new(&reports, walk_errors.len());
     if a.format == Format::Text && !a.quiet {
         eprintln!("{summary}");
+        print_fix_hint(&reports, a.min_applicability(), false);
     }
     if empty && a.exit_non_zero_on_empty {
         return Ok(ExitStatus::Error);
@@ -144,6 +178,129 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
         .filter(|f| f.severity >= least)
         .count();
     Ok(ExitStatus::of_run(fatal, failing, a.exit_zero))
+}
+
+/// The end of a run that fixes: the remaining findings (`--fix`), the diffs (`--diff`)
+/// or nothing (`--fix-only`), the summary, and the exit status: `--diff` fails when
+/// there is a diff, `--fix` when findings remain, `--fix-only` only on errors.
+fn finish_fixing(
+    a: &CheckArgs,
+    walk_errors: &[FileError],
+    reports: &[FileReport],
+    fixes: &[Fixed],
+) -> ExitStatus {
+    let applied: usize = fixes.iter().map(|f| f.applied).sum();
+    let mut stdout = std::io::stdout().lock();
+    let mut written = Ok(());
+    for f in fixes {
+        if let Some(text) = &f.stdout {
+            written = written.and_then(|_| stdout.write_all(text));
+        }
+    }
+    if a.diff {
+        for f in fixes {
+            if let Some(d) = &f.diff {
+                written =
+                    written.and_then(|_| stdout.write_all(render::sanitize_lines(d).as_bytes()));
+            }
+        }
+    }
+    written = written.and_then(|_| stdout.flush());
+    drop(stdout);
+    if let Err(e) = written {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return usage_error(&format!("cannot write output: {e}"));
+        }
+    }
+    // The remaining findings: on stdout with --fix (stdin's stdout holds the fixed text:
+    // they go to stderr there), nowhere with --fix-only or --diff.
+    let stdin = a.stdin_filename.is_some() || a.paths.iter().any(|p| p.as_os_str() == "-");
+    if a.fix && !a.fix_only && !a.diff {
+        let result = if stdin {
+            render::render(
+                &mut std::io::stderr().lock(),
+                a.format,
+                reports,
+                false,
+                None,
+            )
+        } else {
+            write_output(a, reports, None).map_err(|_| std::io::Error::other("output"))
+        };
+        if result.is_err() {
+            return ExitStatus::Error;
+        }
+    }
+    let fatal = report_problems(walk_errors, reports, a.allow_unlintable);
+    let mut summary = Summary::new(reports, walk_errors.len());
+    summary.fixed = Some(applied);
+    summary.files_with_findings = reports
+        .iter()
+        .zip(fixes)
+        .filter(|(r, f)| !r.findings.is_empty() || f.applied > 0)
+        .count();
+    let remaining = summary.findings;
+    if !a.quiet {
+        if a.diff {
+            eprintln!(
+                "Would fix {applied} {} ({remaining} remaining)",
+                if applied == 1 { "problem" } else { "problems" }
+            );
+        } else if a.fix_only {
+            eprintln!(
+                "Fixed {applied} {}",
+                if applied == 1 { "problem" } else { "problems" }
+            );
+        } else if a.format == Format::Text || stdin {
+            eprintln!("{summary}");
+            print_fix_hint(reports, a.min_applicability(), true);
+        }
+    }
+    let has_diff = fixes.iter().any(|f| f.diff.is_some());
+    if fatal > 0 {
+        ExitStatus::Error
+    } else if a.diff {
+        if has_diff && !a.exit_zero {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Success
+        }
+    } else if a.fix_only {
+        ExitStatus::Success
+    } else {
+        ExitStatus::of_run(0, remaining, a.exit_zero)
+    }
+}
+
+/// ruff's hint under the summary: how many findings `--fix` would fix, and how many
+/// more `--unsafe-fixes` would. After fixing, only the hidden ones are worth a line.
+fn print_fix_hint(reports: &[FileReport], min: Applicability, fixed: bool) {
+    let fixes = reports
+        .iter()
+        .flat_map(|r| &r.findings)
+        .filter_map(|f| f.fix.as_ref());
+    let (mut fixable, mut hidden) = (0, 0);
+    for f in fixes {
+        if f.applies(min) {
+            fixable += 1;
+        } else {
+            hidden += 1;
+        }
+    }
+    let hidden_note = match hidden {
+        0 => String::new(),
+        1 => "1 hidden fix can be enabled with the --unsafe-fixes option".to_owned(),
+        n => format!("{n} hidden fixes can be enabled with the --unsafe-fixes option"),
+    };
+    if fixable > 0 && !fixed {
+        if hidden_note.is_empty() {
+            eprintln!("[*] {fixable} fixable with the --fix option");
+        } else {
+            eprintln!("[*] {fixable} fixable with the --fix option ({hidden_note})");
+        }
+    } else if hidden > 0 {
+        eprintln!("No fixes available ({hidden_note})");
+    }
 }
 
 /// The configuration of the run: the files it names, with the command line's overrides.
@@ -170,6 +327,7 @@ fn lint_stdin(
     name: &Path,
     resolver: &Arc<Resolver>,
     lint_opts: LintOptions,
+    fix: Option<FixMode>,
 ) -> Result<Linted, ExitStatus> {
     let only_dash = a.paths.len() == 1 && a.paths[0].as_os_str() == "-";
     if !a.paths.is_empty() && !only_dash {
@@ -187,11 +345,32 @@ fn lint_stdin(
     if config_failed(resolver) {
         return Err(ExitStatus::Error);
     }
+    let mut fixes = Vec::new();
     let reports = if a.force_exclude && settings.is_excluded_anywhere(name) {
+        if fix.is_some_and(|m| !m.diff) {
+            fixes.push(Fixed {
+                stdout: bytes,
+                ..Default::default()
+            });
+        }
         Vec::new()
     } else if let Some(bytes) = bytes {
         let linter = Linter::configured(resolver.clone()).with_options(lint_opts);
-        vec![linter.lint_source(name, &bytes)]
+        match fix {
+            None => vec![linter.lint_source(name, &bytes)],
+            Some(mode) => {
+                // stdin is not written back: --fix prints the fixed text, --diff the diff.
+                let out = linter.fix_source(name, &bytes, mode.min);
+                let display = oomlint::paths::display(name);
+                let new = out.fixed.as_deref().unwrap_or(&bytes);
+                fixes.push(Fixed {
+                    applied: out.applied,
+                    diff: diff_of(mode, &display, &bytes, out.fixed.as_deref()),
+                    stdout: (!mode.diff).then(|| new.to_vec()),
+                });
+                vec![out.report]
+            }
+        }
     } else {
         let display = oomlint::paths::display(name);
         vec![FileReport {
@@ -200,10 +379,77 @@ fn lint_stdin(
             ..Default::default()
         }]
     };
+    fixes.resize_with(reports.len().max(fixes.len()), Fixed::default);
     Ok(Linted {
         walk_errors: Vec::new(),
         reports,
+        fixes,
     })
+}
+/// `--diff`: the unified diff of a file's fixes, if they change it.
+fn diff_of(mode: FixMode, display: &str, old: &[u8], new: Option<&[u8]>) -> Option<String> {
+    let new = new.filter(|_| mode.diff)?;
+    let d = oomlint::fix::unified_diff(
+        display,
+        &String::from_utf8_lossy(old),
+        &String::from_utf8_lossy(new),
+    );
+    (!d.is_empty()).then_some(d)
+}
+
+/// Fixes one linted file: lints it again with the fixes applied, pass after pass, and
+/// writes the result atomically (or, with `--diff`, only diffs it). A file that cannot
+/// be written keeps its findings and gets an error; the other files are still fixed.
+fn fix_file(
+    linter: &Linter,
+    path: &Path,
+    report: FileReport,
+    mode: FixMode,
+    max_file_size: u64,
+) -> (FileReport, Fixed) {
+    let wants = report
+        .findings
+        .iter()
+        .any(|f| f.fix.as_ref().is_some_and(|x| x.applies(mode.min)));
+    if !wants {
+        return (report, Fixed::default());
+    }
+    let Ok(bytes) = oomlint::source::read_file(path, max_file_size) else {
+        return (report, Fixed::default());
+    };
+    let out = linter.fix_source(path, &bytes, mode.min);
+    let Some(new) = out.fixed else {
+        return (out.report, Fixed::default());
+    };
+    let display = oomlint::paths::display(path);
+    if mode.diff {
+        let diff = diff_of(mode, &display, &bytes, Some(&new));
+        return (
+            out.report,
+            Fixed {
+                applied: out.applied,
+                diff,
+                stdout: None,
+            },
+        );
+    }
+    match oomlint::fix::write_atomic(path, &new) {
+        Ok(()) => (
+            out.report,
+            Fixed {
+                applied: out.applied,
+                ..Default::default()
+            },
+        ),
+        Err(e) => {
+            let mut report = report;
+            report.errors.push(FileError::Write {
+                path: display,
+                reason: oomlint::error::io_reason(&e),
+            });
+            (report, Fixed::default())
+        }
+    }
 }
 
 /// Walks `paths` and lints every Python file and notebook found, on `pool`.
@@ -214,6 +460,7 @@ fn lint_paths(
     lint_opts: LintOptions,
     threads: usize,
     pool: &rayon::ThreadPool,
+    fix: Option<FixMode>,
 ) -> Result<Linted, ExitStatus> {
     let root_settings = resolver.for_dir(if paths[0].is_dir() {
         &paths[0]
@@ -257,11 +504,17 @@ fn lint_paths(
         let projects = pool.install(|| project_index(paths, &files, &opts, &linter));
         linter = linter.with_project(Arc::new(projects));
     }
-    let reports: Vec<FileReport> = pool.install(|| {
+    let (reports, fixes): (Vec<FileReport>, Vec<Fixed>) = pool.install(|| {
         files
             .par_iter()
-            .map(|f| linter.lint_path(&f.path))
-            .collect()
+            .map(|f| {
+                let report = linter.lint_path(&f.path);
+                match fix {
+                    Some(mode) => fix_file(&linter, &f.path, report, mode, a.max_file_size),
+                    None => (report, Fixed::default()),
+                }
+            })
+            .unzip()
     });
     if let Err(e) = linter.save_cache() {
         eprintln!(
@@ -273,6 +526,7 @@ fn lint_paths(
     Ok(Linted {
         walk_errors,
         reports,
+        fixes,
     })
 }
 
@@ -436,13 +690,16 @@ fn write_output(
     let written = if a.statistics {
         render::render_statistics(&mut out, reports, a.format)
     } else {
-        render::render_width(
+        render::render_with(
             &mut out,
             a.format,
             reports,
-            color,
-            text_width(terminal),
             confirmations,
+            render::RenderOptions {
+                color,
+                width: text_width(terminal),
+                fixable: a.min_applicability(),
+            },
         )
     };
     if let Err(e) = written.and_then(|_| out.flush()) {
