@@ -72,6 +72,8 @@ SKIP_DIRS = {
 RUFF_CHEAP = "E9,F63,F7,F82"
 PREFILTER_RE = re.compile(r"prefilter: parsed (\d+) of (\d+) files \((\d+) skipped\)")
 CHECKED_RE = re.compile(r"\((\d+) files? checked\)")
+PROJECT_RE = re.compile(r"project: (\d+) of (\d+) files linted in the index's pass, (\d+) linted again")
+CALLGRIND_RE = re.compile(r"Collected : (\d+)")
 
 
 def log(msg: str = "") -> None:
@@ -297,6 +299,8 @@ def detect_features() -> dict:
     res = capture(base + nc + ["--prefilter-stats"], cwd=probe_dir)
     feats["prefilter_stats"] = not unsupported(res) and bool(PREFILTER_RE.search(res.stderr))
     feats["threads"] = not unsupported(capture(base + nc + ["-j", "1"], cwd=probe_dir))
+    feats["parse_only"] = not unsupported(capture(base + nc + ["--parse-only"], cwd=probe_dir))
+    feats["project_stats"] = bool(PROJECT_RE.search(res.stderr))
     # A cache left by the probe runs is none of the benchmark's business.
     shutil.rmtree(probe_dir / ".oomlint_cache", ignore_errors=True)
     return feats
@@ -324,6 +328,8 @@ def variants_for(paths: list[str], feats: dict, ruff: Path, with_threads: bool) 
     out.append(("ruff", f"ruff --select {RUFF_CHEAP}",
                 [ruff, "check", "--select", RUFF_CHEAP, "--no-cache", "--exit-zero", "-q",
                  "--output-format", "concise", *paths]))
+    if feats.get("parse_only"):
+        out.append(("oomlint_parse", "oomlint --parse-only", oom + ["--parse-only"]))
     if with_threads and feats["threads"]:
         out.append(("oomlint_j1", "oomlint -j 1", oom + ["-j", "1"]))
         out.append(("oomlint_j2", "oomlint -j 2", oom + ["-j", "2"]))
@@ -401,6 +407,11 @@ def measure_corpus(facts: dict, feats: dict, ruff: Path, rounds: int, with_threa
     else:
         res["prefilter"] = None
         log("prefilter: n/a (--prefilter-stats not supported by this build)")
+    m = PROJECT_RE.search(proc.stderr)
+    if m:
+        kept, total, again = map(int, m.groups())
+        res["one_parse"] = {"kept": kept, "total": total, "again": again}
+        log(f"one parse: {kept} of {total} files linted in the project index's pass, {again} parsed again")
     m = CHECKED_RE.search(proc.stdout + proc.stderr)
     res["oomlint_files_checked"] = int(m.group(1)) if m else (res["prefilter"] or {}).get("total")
     return res
@@ -521,6 +532,75 @@ def measure_latency(files: list[tuple[str, Path]], feats: dict, ruff: Path, runs
         log(f"{label}: oomlint {entry['oomlint']['median'] * 1000:.1f} ms, "
             f"ruff {entry['ruff']['median'] * 1000:.1f} ms (medians of {runs})")
     return results
+
+
+def measure_callgrind(files: list[Path], ruff: Path, n: int) -> dict | None:
+    """Instructions executed (valgrind's callgrind, all threads) by oomlint -j 1 and by
+    ruff's cheap selection on the first `n` files of `files`: repeatable where wall
+    times on a shared machine are not."""
+    if shutil.which("valgrind") is None:
+        log("callgrind: n/a (valgrind not installed)")
+        return None
+    sub = WORK / "callgrind" / "corpus"
+    if sub.exists():
+        shutil.rmtree(sub)
+    chosen = sorted(files)[:n]
+    total = 0
+    for i, f in enumerate(chosen):
+        dest = sub / f"f{i:05d}_{f.name}"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(f.read_bytes())
+        total += dest.stat().st_size
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    cmds = {
+        "oomlint": [BIN, sub, "-j", "1", "-q", "--format", "concise", "--exit-zero", "--no-cache"],
+        "oomlint --parse-only": [BIN, sub, "-j", "1", "-q", "--format", "concise", "--exit-zero",
+                                 "--no-cache", "--parse-only"],
+        f"ruff --select {RUFF_CHEAP}": [ruff, "check", "--select", RUFF_CHEAP, "--no-cache",
+                                        "--exit-zero", "-q", "--output-format", "concise", sub],
+    }
+    out = {"files": len(chosen), "bytes": total, "counts": {}}
+    for label, cmd in cmds.items():
+        proc = capture(vg + cmd, cwd=WORK)
+        m = CALLGRIND_RE.search(proc.stderr)
+        out["counts"][label] = int(m.group(1)) if m else None
+        log(f"callgrind {label}: {out['counts'][label]:,} instructions" if m
+            else f"callgrind {label}: n/a ({tail(proc.stderr, 2)})")
+    return out
+
+
+def measure_big_files(sizes: list[int]) -> list[dict]:
+    """One file of `mb` MB for each size, made of the generated training scripts one
+    after another: seconds and peak RSS per MB of source."""
+    scripts = sorted(p for p in GEN_DIR.rglob("*.py") if b"backward()" in p.read_bytes())
+    texts = [p.read_bytes() for p in scripts]
+    out = []
+    if not texts:
+        log("big files: n/a (no training script in the generated corpus)")
+        return out
+    for mb in sizes:
+        d = WORK / "big" / f"{mb}mb"
+        d.mkdir(parents=True, exist_ok=True)
+        f = d / "big.py"
+        if not f.exists() or abs(f.stat().st_size - mb * 1_000_000) > 200_000:
+            parts, n, i = [], 0, 0
+            while n < mb * 1_000_000:
+                t = texts[i % len(texts)]
+                parts.append(t)
+                n += len(t)
+                i += 1
+            f.write_bytes(b"".join(parts))
+        size = f.stat().st_size
+        cmd = [BIN, "big.py", "-q", "--format", "concise", "--exit-zero", "--no-cache"]
+        r = timed(cmd, cwd=d)
+        mbs = size / 1e6
+        e = {"mb": mbs, "wall": r.wall, "cpu": r.cpu, "rss_mib": r.rss_kib / 1024, "rc": r.rc,
+             "s_per_mb": r.cpu / mbs, "rss_per_mb": r.rss_kib / 1024 / mbs,
+             "command": " ".join(display_arg(c) for c in cmd)}
+        out.append(e)
+        log(f"big file {mbs:.1f} MB: {r.wall:.2f}s wall, {r.cpu:.2f}s CPU ({e['s_per_mb']:.3f} s/MB), "
+            f"peak RSS {e['rss_mib']:.0f} MiB ({e['rss_per_mb']:.1f} MiB/MB), exit {r.rc}")
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -645,7 +725,7 @@ def report(ctx: dict) -> str:
     for c in ctx["corpora"]:
         f, r = c["facts"], c["result"]
         ruff_v = r["variants"].get("ruff")
-        for key in ("oomlint", "oomlint_noprefilter", "ruff", "ruff_all"):
+        for key in ("oomlint", "oomlint_noprefilter", "oomlint_parse", "ruff", "ruff_all"):
             v = r["variants"].get(key)
             if v is None:
                 if key == "oomlint_noprefilter" and not feats["no_prefilter"]:
@@ -657,6 +737,53 @@ def report(ctx: dict) -> str:
                      f"{mbps(f, v):.1f} | {f['files'] / v['median']:,.0f} | {fmt_s(v['cpu'])} | "
                      f"{v['rss_mib']:.0f} MiB | {ratio} |")
     L.append("")
+    L.append("CPU time (user+sys, medians of the same rounds): oomlint / ruff cheap, and the analysis "
+             "(oomlint minus --parse-only) over the parse:")
+    L.append("")
+    L.append("| corpus | oomlint CPU | ruff cheap CPU | oomlint / ruff (CPU) | oomlint / ruff (wall) | "
+             "parse-only CPU | analysis / parse | linted in the index's pass |")
+    L.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for c in ctx["corpora"]:
+        r = c["result"]
+        o, rf, po = (r["variants"].get(k) for k in ("oomlint", "ruff", "oomlint_parse"))
+        if not (o and rf):
+            continue
+        one = r.get("one_parse")
+        one_s = f"{one['kept']} of {one['total']} ({one['again']} parsed again)" if one else "n/a"
+        po_s = fmt_s(po["cpu"]) if po else "n/a"
+        an_s = f"{(o['cpu'] - po['cpu']) / po['cpu']:.0%}" if po and po["cpu"] > 0 else "n/a"
+        L.append(f"| {c['facts']['name']} | {fmt_s(o['cpu'])} | {fmt_s(rf['cpu'])} | "
+                 f"{o['cpu'] / rf['cpu']:.2f}x | {o['median'] / rf['median']:.2f}x | {po_s} | {an_s} | {one_s} |")
+    L.append("")
+    L.append("Chunked bytes vs total bytes: n/a (every file that passes the prefilter is parsed whole; "
+             "parsing only the chunks the rules need is not built yet).")
+    L.append("")
+    cg = ctx.get("callgrind")
+    if cg:
+        L.append(f"Instructions under callgrind (repeatable; {cg['files']} generated files, "
+                 f"{cg['bytes'] / 1e6:.2f} MB, one thread):")
+        L.append("")
+        L.append("| run | instructions | / ruff cheap |")
+        L.append("| --- | ---: | ---: |")
+        base = cg["counts"].get(f"ruff --select {RUFF_CHEAP}")
+        for label, n in cg["counts"].items():
+            ratio = f"{n / base:.2f}x" if n and base else "n/a"
+            L.append(f"| {label} | {n:,} | {ratio} |" if n else f"| {label} | n/a | n/a |")
+        L.append("")
+    big = ctx.get("big_files") or []
+    if big:
+        L.append("One large file (generated training scripts one after another), one run each:")
+        L.append("")
+        L.append("| size | wall | CPU | CPU s/MB | peak RSS | RSS MiB/MB | exit |")
+        L.append("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for e in big:
+            L.append(f"| {e['mb']:.1f} MB | {fmt_s(e['wall'])} | {fmt_s(e['cpu'])} | {e['s_per_mb']:.3f} | "
+                     f"{e['rss_mib']:.0f} MiB | {e['rss_per_mb']:.1f} | {e['rc']} |")
+        L.append("")
+        if len(big) > 1 and big[0]["s_per_mb"] > 0:
+            L.append(f"Seconds per MB, largest / smallest: {big[-1]['s_per_mb'] / big[0]['s_per_mb']:.1f} "
+                     f"(linear is 1; the issue's bound is 60).")
+            L.append("")
     thr = [c for c in ctx["corpora"] if "oomlint_j1" in c["result"]["variants"]]
     if thr:
         L.append("Threads (oomlint, same rounds):")
@@ -738,6 +865,10 @@ def main(argv=None) -> int:
     ap.add_argument("--threads-on", default="generated",
                     help="corpora (comma-separated: generated, pypi, both; or all, none) on which "
                          "-j 1 and -j 2 join the rounds (default: generated)")
+    ap.add_argument("--callgrind-files", type=int,
+                    help="generated files run under valgrind's callgrind (default 200; --quick: 50; 0: none)")
+    ap.add_argument("--big-sizes",
+                    help="sizes in MB of the single large files (default 1,5,20,50; --quick: 1,5; none: skip)")
     ap.add_argument("--no-build", action="store_true", help=argparse.SUPPRESS)  # handled by run.sh
     args = ap.parse_args(argv)
     files = args.files or (600 if args.quick else 4000)
@@ -747,6 +878,9 @@ def main(argv=None) -> int:
              else (QUICK_PACKAGES if args.quick else PACKAGES))
     if args.no_pypi:
         specs = []
+    callgrind_files = args.callgrind_files if args.callgrind_files is not None else (50 if args.quick else 200)
+    big_arg = args.big_sizes or ("1,5" if args.quick else "1,5,20,50")
+    big_sizes = [] if big_arg == "none" else [int(x) for x in big_arg.split(",") if x.strip()]
     if files < 1 or rounds < 1 or latency_runs < 1:
         ap.error("--files, --rounds and --latency-runs must be positive")
     threads_on = {t.strip() for t in args.threads_on.split(",") if t.strip()}
@@ -784,7 +918,8 @@ def main(argv=None) -> int:
     feats = detect_features()
     ctx["features"] = feats
     for flag, key in (("--no-cache", "no_cache"), ("--no-prefilter", "no_prefilter"),
-                      ("--prefilter-stats", "prefilter_stats"), ("-j", "threads")):
+                      ("--prefilter-stats", "prefilter_stats"), ("-j", "threads"),
+                      ("--parse-only", "parse_only")):
         log(f"{flag}: {'supported' if feats[key] else 'NOT supported: skipped / n/a'}")
 
     corpora = [("generated", [GEN_DIR],
@@ -813,6 +948,13 @@ def main(argv=None) -> int:
         else:
             log(f"I/O floor {fmt_s(io['cat']['median']) if io.get('cat') else 'n/a'}")
         ctx["corpora"].append({"facts": facts, "result": result, "io": io, "content": content})
+
+    if callgrind_files > 0:
+        step(f"instruction counts: callgrind on {callgrind_files} generated files")
+        ctx["callgrind"] = measure_callgrind(corpus_files([GEN_DIR]), ruff, callgrind_files)
+    if big_sizes:
+        step(f"single large files: {', '.join(f'{s} MB' for s in big_sizes)}")
+        ctx["big_files"] = measure_big_files(big_sizes)
 
     step("start-up and single-file latency")
     lat_files = []

@@ -353,6 +353,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
 /// functions they call: where a forward there only feeds detached reads, it is
 /// inference.
 fn inference_loops(model: &SemanticModel<'_>) -> Vec<LoopId> {
+    let wants = WantsGrad::new(model);
     model
         .loops
         .ids()
@@ -370,17 +371,51 @@ fn inference_loops(model: &SemanticModel<'_>) -> Vec<LoopId> {
                 && !model.calls_in_loop(l).any(|(i, c)| {
                     asks_for_grad(model, i)
                         || model.callee(i).is_none()
-                            && model.method_call(c).is_some_and(|(_, meth)| {
-                                method_defs(model, meth)
-                                    .any(|g| function_wants_grad(model, Some(g)))
-                            })
+                            && model
+                                .method_call(c)
+                                .is_some_and(|(_, meth)| wants.method(meth))
                 })
-                && !model
-                    .loop_callees(l)
-                    .iter()
-                    .any(|&g| function_wants_grad(model, Some(g)))
+                && !model.loop_callees(l).iter().any(|&g| wants.function(g))
         })
         .collect()
+}
+
+/// [`function_wants_grad`] decided once per function, and for the methods of a name
+/// once per name: a file of many training scripts defines `forward` and `step` many
+/// times over, and asking again for each loop and call is quadratic in its size.
+struct WantsGrad<'m, 'a> {
+    model: &'m SemanticModel<'a>,
+    functions: std::cell::RefCell<std::collections::HashMap<ScopeId, bool>>,
+    methods: std::cell::RefCell<std::collections::HashMap<&'m str, bool>>,
+}
+
+impl<'m, 'a> WantsGrad<'m, 'a> {
+    fn new(model: &'m SemanticModel<'a>) -> Self {
+        WantsGrad {
+            model,
+            functions: Default::default(),
+            methods: Default::default(),
+        }
+    }
+
+    fn function(&self, f: ScopeId) -> bool {
+        if let Some(&w) = self.functions.borrow().get(&f) {
+            return w;
+        }
+        let w = function_wants_grad(self.model, Some(f));
+        self.functions.borrow_mut().insert(f, w);
+        w
+    }
+
+    /// Whether some same-file method named `meth` wants gradients.
+    fn method(&self, meth: &'m str) -> bool {
+        if let Some(&w) = self.methods.borrow().get(meth) {
+            return w;
+        }
+        let w = method_defs(self.model, meth).any(|g| self.function(g));
+        self.methods.borrow_mut().insert(meth, w);
+        w
+    }
 }
 
 /// Same-file methods named `meth`, of any class: what a call on a receiver of unknown
@@ -389,10 +424,7 @@ fn method_defs<'m, 'a>(
     model: &'m SemanticModel<'a>,
     meth: &'m str,
 ) -> impl Iterator<Item = ScopeId> + use<'m, 'a> {
-    model.scopes.ids().filter(move |&s| {
-        let sc = model.scope(s);
-        sc.is_function() && sc.class.is_some() && sc.name == meth
-    })
+    model.methods_named(meth).iter().copied()
 }
 
 /// Whether the chain of reads from `node` up to `top` leaves the graph at some link:
@@ -1161,10 +1193,10 @@ fn project_forward<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<Option
     }
     let f = unwrap_parens(c.function);
     if f.kind() == "identifier" {
-        return p.forward_imports.contains(model.text(f)).then_some(None);
+        return p.forward_import(model.text(f)).then_some(None);
     }
     let (recv, meth) = model.method_call(c)?;
-    (p.forward_methods.contains(meth) && model.value(recv, c.site) == Value::Module)
+    (p.forward_method(meth) && model.value(recv, c.site) == Value::Module)
         .then(|| Some(model.text(recv)))
 }
 

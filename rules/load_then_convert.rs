@@ -1,5 +1,6 @@
 use crate::prelude::*;
-use crate::semantic::state::DType;
+use crate::semantic::state::{Conversion, DType};
+use crate::semantic::NodeExt;
 use crate::semantic::LoadDType;
 
 declare_rule! {
@@ -8,6 +9,11 @@ declare_rule! {
     /// another dtype: loaded without `torch_dtype` (so in float32) and then converted to a
     /// lower precision (`.half()`, `.bfloat16()`, `.to(torch.bfloat16)`), or loaded with
     /// `torch_dtype=X` and then converted to a different dtype `Y`.
+    ///
+    /// A float32 load cast to a dtype variable that a branch sets to float16 or
+    /// bfloat16 (`weight_dtype` under mixed precision) is reported too, naming that
+    /// assignment: the float32 path converts nothing, the mixed-precision path pays the
+    /// float32 peak.
     ///
     /// ## Why is this bad?
     /// The load materialises every weight in the dtype it loads in, and the conversion
@@ -19,8 +25,8 @@ declare_rule! {
     /// Not flagged: a conversion of only part of the model (`model.lm_head.float()`,
     /// layer norms upcast for stability), quantized loads (`load_in_8bit`,
     /// `load_in_4bit`, `quantization_config`), `torch_dtype="auto"` or a dtype in a
-    /// variable (in the load or in the conversion: `weight_dtype` is usually chosen by a
-    /// branch), `**kwargs` that may hold one, and tokenizers or configs.
+    /// variable in the load, a conversion to a variable that may hold a dtype we cannot
+    /// read (`args.dtype`), `**kwargs` that may hold one, and tokenizers or configs.
     ///
     /// ## Example
     /// ```python
@@ -58,6 +64,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             continue;
         };
         let Some(to) = model.literal_conversion_dtype(&conv) else {
+            branch_chosen(model, &conv, out);
             continue;
         };
         let Some(load) = model.load_converted(&conv) else {
@@ -90,4 +97,46 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             related: Vec::new(),
         });
     }
+}
+
+/// `vae.to(device, dtype=weight_dtype)` after a float32 load, where a branch sets
+/// `weight_dtype` to a lower precision (mixed-precision training): on that path the load
+/// peaks at float32 exactly as with a literal dtype. Reported naming the assignment; on
+/// the float32 path the conversion is a no-op and costs nothing.
+fn branch_chosen<'a>(model: &SemanticModel<'a>, conv: &Conversion<'a>, out: &mut Vec<Diagnostic>) {
+    let Some(load) = model.load_converted(conv) else {
+        return;
+    };
+    if !matches!(load.dtype, LoadDType::Default) {
+        return;
+    }
+    let choices = model.conversion_dtype_choices(conv);
+    let Some(&(to, at)) = choices
+        .iter()
+        .find(|(t, _)| matches!(t, DType::F16 | DType::BF16))
+    else {
+        return;
+    };
+    let call = &model.calls[conv.call];
+    let mut assign = at;
+    while assign.kind() != "assignment" {
+        let Some(p) = assign.parent() else { return };
+        assign = p;
+    }
+    let var = model.text(assign.field("left").unwrap_or(at));
+    let line = model.line_of(load.call);
+    out.push(Diagnostic {
+        range: model.range(call.node),
+        message: format!(
+            "the model is loaded without `torch_dtype`, so in float32 (line {line}), and then converted to `{var}`, which line {} sets to {}: on that path the load peaks at the float32 size of every weight",
+            model.line_of(at),
+            to.name()
+        ),
+        help: format!(
+            "pass `torch_dtype={var}` to `from_pretrained` on line {line} (choose the dtype before loading) and drop this conversion"
+        ),
+        pattern: Pattern::LoadThenConvert,
+        fix: None,
+        related: Vec::new(),
+    });
 }

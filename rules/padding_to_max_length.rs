@@ -15,7 +15,8 @@ declare_rule! {
     /// times the memory it needs, and the batch size that fits shrinks with it.
     ///
     /// Not flagged: TPU/XLA code (static shapes are required there), an explicit small
-    /// `max_length` (256 or less, also through a name bound to a literal),
+    /// `max_length` (256 or less, also through a name bound to a literal, or a parameter
+    /// default reaching it through `self.max_len = max_len`),
     /// `max_length=tokenizer.model_max_length` (a text encoder's fixed context, such as
     /// CLIP's 77 tokens in diffusion code), and tokenizer calls outside the data path of a
     /// training script (inference of single prompts, model code).

@@ -141,7 +141,7 @@ fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, 
     let name = model.text(unwrap_parens(recv));
     let root = name.split(['.', '[', '(']).next().unwrap_or(name);
     let safe = moved_at.is_some_and(|at| {
-        let from = model.statement_of(at).map_or(at.end_byte(), |s| s.end_byte());
+        let from = at.end_byte();
         model.untouched_between(root, site.scope, from, call.start_byte())
     });
     let method = call
@@ -162,7 +162,10 @@ fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, 
 }
 
 /// The loop in which a model is moved on every iteration, if the model outlives the
-/// iteration and the loop does not also move it elsewhere (deliberate offloading).
+/// iteration and the loop does not also move it elsewhere (deliberate offloading) -
+/// unless both moves run on every iteration: a model sent to the CPU and back at each
+/// step copies all its weights twice per step, while a round trip under an interval
+/// test (`if step % save_every == 0:` around a checkpoint) is the offloading idiom.
 fn moved_every_iteration<'a>(model: &SemanticModel<'a>, conv: &Conversion<'a>) -> Option<LoopId> {
     let c = &model.calls[conv.call];
     let l = model.step_loop(c.site)?;
@@ -182,11 +185,14 @@ fn moved_every_iteration<'a>(model: &SemanticModel<'a>, conv: &Conversion<'a>) -
         if model.name_key(r, other.site.scope) != Some(key) {
             continue;
         }
+        let round_trip = || {
+            model.runs_every_iteration(c.node, l) && model.runs_every_iteration(other.node, l)
+        };
         if let Some(Some(d)) = model.conversion(i).and_then(|x| x.device) {
-            if !same_device(d, target) {
+            if !same_device(d, target) && !round_trip() {
                 return None;
             }
-        } else if model.conversion(i).is_some_and(|x| x.device.is_some()) {
+        } else if model.conversion(i).is_some_and(|x| x.device.is_some()) && !round_trip() {
             return None;
         }
     }

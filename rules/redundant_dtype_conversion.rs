@@ -125,8 +125,7 @@ fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, 
     let site = model.calls[conv.call].site;
     let name = model.text(unwrap_parens(recv));
     let root = name.split(['.', '[', '(']).next().unwrap_or(name);
-    // The earlier conversion's own statement mentions the name; look after it.
-    let from = model.statement_of(known).map_or(known.end_byte(), |s| s.end_byte());
+    let from = known.end_byte();
     let safe = converted && model.untouched_between(root, site.scope, from, call.start_byte());
     let title = removal_title(model, call);
     Some(if safe {
@@ -194,6 +193,11 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
             .value
             .is_some_and(|v| matches!(unwrap_parens(v).kind(), "call" | "binary_operator"))
     {
+        return None;
+    }
+    // `torch.tensor([[2, 5], [4, 2]])`: data written out in the source is a handful of
+    // numbers, and a second copy of it costs nothing.
+    if b.value.is_some_and(|v| built_from_literal(model, v)) {
         return None;
     }
     let value = model.value(recv, c.site);
@@ -269,4 +273,39 @@ fn is_torch_call<'a>(model: &SemanticModel<'a>, v: Option<Node<'_>>) -> bool {
         && v.field("function")
             .and_then(|f| model.qualified(f))
             .is_some_and(|q| q.is_torch())
+}
+
+/// A tensor whose data is written out in the source: a list or tuple of number literals
+/// (nested at most a few levels) given to a data constructor (`torch.tensor`,
+/// `torch.Tensor`, `torch.as_tensor`, `FloatTensor`), or nested lists, which no shape
+/// argument is (`torch.zeros((4096, 4096))` is a shape, not data).
+fn built_from_literal(model: &SemanticModel<'_>, v: Node<'_>) -> bool {
+    let v = unwrap_parens(v);
+    if v.kind() != "call" {
+        return false;
+    }
+    let Some(data) = model.positional_args(v).next().map(unwrap_parens) else {
+        return false;
+    };
+    let mut stack = vec![(data, 0u32)];
+    let mut nested = false;
+    let mut cursor = data.walk();
+    while let Some((n, depth)) = stack.pop() {
+        match n.kind() {
+            "integer" | "float" | "true" | "false" if depth > 0 => {}
+            "unary_operator" if depth > 0 => {
+                stack.extend(n.named_children(&mut cursor).map(|c| (c, depth)));
+            }
+            "list" | "tuple" if depth < 8 => {
+                nested |= depth > 0;
+                stack.extend(n.named_children(&mut cursor).map(|c| (c, depth + 1)));
+            }
+            _ => return false,
+        }
+    }
+    let constructor = v
+        .field("function")
+        .map(|f| model.text(f).rsplit('.').next().unwrap_or(""))
+        .is_some_and(|name| name.to_ascii_lowercase().ends_with("tensor"));
+    nested || constructor
 }

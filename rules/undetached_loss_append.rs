@@ -94,6 +94,10 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             }
             _ => {}
         }
+        // `predictions = torch.cat((predictions, output))`
+        for piece in model.concatenated_onto_self(a) {
+            report(model, target, piece, a.node, a.site, out);
+        }
     }
 }
 
@@ -116,7 +120,7 @@ fn report(
     let Value::Graph(origin) = model.value(value, site) else {
         return;
     };
-    if !model.keeps_graph_alive(root, site) {
+    if !model.keeps_graph_alive(root, site) || shares_kept_graph(model, root, value, site) {
         return;
     }
     let what = model.text(unwrap_parens(value));
@@ -218,4 +222,64 @@ fn built_up_by(stmt: &str) -> String {
     } else {
         "its graph is built up by an accumulation".to_owned()
     }
+}
+
+/// `policy, q_value, value = model(state)` with `q_value` kept for a loss that is
+/// backpropagated later, and `values` handed to that same loss computation: one forward
+/// built one graph, which the `q_values` store keeps alive for the loss anyway, so
+/// storing `value` from the same call costs nothing more.
+fn shares_kept_graph(
+    model: &SemanticModel<'_>,
+    container: Node<'_>,
+    value: Node<'_>,
+    site: Site,
+) -> bool {
+    let mine = model.text(unwrap_parens(container));
+    let value = unwrap_parens(value);
+    if value.kind() != "identifier" {
+        return false;
+    }
+    let Some(b) = model.binding_of(value, site) else {
+        return false;
+    };
+    let (Some(source), Some(index)) = (b.value, b.index) else {
+        return false;
+    };
+    model.calls.iter().any(|other| {
+        if other.site.scope != site.scope || other.site.loop_ != site.loop_ {
+            return false;
+        }
+        let Some((container, method)) = model.method_call(other) else {
+            return false;
+        };
+        if !names::GROWTH_METHODS.contains(&method) {
+            return false;
+        }
+        let Some(arg) = model.positional_args(other.node).next().map(unwrap_parens) else {
+            return false;
+        };
+        arg.kind() == "identifier"
+            && model.binding_of(arg, other.site).is_some_and(|ob| {
+                ob.value.is_some_and(|v| v.id() == source.id())
+                    && ob.index.is_some_and(|i| i != index)
+            })
+            && model.flows_into_backward(unwrap_parens(container), other.site)
+            && handed_together(model, mine, model.text(unwrap_parens(container)), site)
+    })
+}
+
+/// Whether one call after the loop takes both containers as arguments (the loss
+/// computation that consumes the rollout).
+fn handed_together(model: &SemanticModel<'_>, a: &str, b: &str, site: Site) -> bool {
+    let function = model.function_of(site.scope);
+    model.calls.iter().any(|c| {
+        if model.function_of(c.site.scope) != function {
+            return false;
+        }
+        let args: Vec<&str> = model
+            .positional_args(c.node)
+            .map(|n| model.text(unwrap_parens(n)))
+            .collect();
+        args.contains(&a) && args.contains(&b)
+    })
 }

@@ -17,7 +17,7 @@ use crate::fix::{apply_fixes, with_line_ending, Applicability, Edit, Fix};
 use crate::noqa::Suppressions;
 use crate::notebook::Notebook;
 use crate::prefilter::Scan;
-use crate::project::{FileFacts, Projects};
+use crate::project::{FactQuery, FileFacts, Projects, Summarized};
 use crate::report::{FileReport, Finding, RelatedLocation};
 use crate::rule::{Context, Diagnostic, Rule};
 use crate::semantic::SemanticModel;
@@ -156,6 +156,86 @@ impl Linter {
         let report = lint_file(&display, &bytes, &rules, self.options, facts);
         cache.put(key, &report);
         report
+    }
+
+    /// Lints the file at `path` in the project index's pass over it, from the text and
+    /// the model that its summary was computed from, with facts guessed from the file
+    /// alone. [`Linter::lint_path_after`] keeps the result if the project's facts for
+    /// the file answer every question the lint asked as the guess did. `None` where the
+    /// lint cannot start there (a notebook, a file over `--max-file-size`, a panic: the
+    /// second pass lints it and reports what goes wrong).
+    pub fn lint_in_index(&self, path: &Path, seen: Summarized<'_, '_>) -> Option<Speculation> {
+        let display = crate::paths::display(path);
+        if self.options.parse_only
+            || display.ends_with(".ipynb")
+            || seen.bytes.len() as u64 > self.options.max_file_size
+        {
+            return None;
+        }
+        let rules = self.rules_for(path);
+        let key = self.cache.as_ref().map(|_| Key::new(seen.bytes, &rules));
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let guess = FileFacts::alone(&canonical, seen.summary);
+        let Summarized {
+            bytes, text, model, ..
+        } = seen;
+        let (report, guess) = catch_quietly(move || {
+            let mut report = FileReport {
+                path: display.clone(),
+                ..Default::default()
+            };
+            let Some(decoded) = decode(&mut report, bytes) else {
+                return (report, Some((FileFacts::default(), Vec::new())));
+            };
+            // The summary read the text with invalid UTF-8 replaced and no other
+            // decoding: its model serves only if the lint reads the same text.
+            let built = model.filter(|_| decoded == text);
+            let (report, guess) = match built {
+                Some(m) => lint_parsed(
+                    report,
+                    text,
+                    &rules,
+                    self.options,
+                    ProjectFacts::Guessed(guess),
+                    Some(m),
+                ),
+                None => lint_parsed(
+                    report,
+                    &decoded,
+                    &rules,
+                    self.options,
+                    ProjectFacts::Guessed(guess),
+                    None,
+                ),
+            };
+            (report, guess)
+        })
+        .ok()?;
+        let (guess, queries) = guess?;
+        Some(Speculation {
+            report,
+            key,
+            guess,
+            queries,
+        })
+    }
+
+    /// The report of the file at `path`: the lint of the index's pass when the facts
+    /// that the project gives the file agree with the guess on every question it
+    /// asked, else a fresh [`Linter::lint_path`]. Whether the first was kept comes
+    /// back too.
+    pub fn lint_path_after(&self, path: &Path, seen: Option<Speculation>) -> (FileReport, bool) {
+        if let (Some(spec), Some(facts)) = (seen, self.facts_for(path)) {
+            if spec.queries.iter().all(|q| q.agrees(&spec.guess, &facts)) {
+                if let (Some(cache), Some(key)) = (&self.cache, spec.key) {
+                    cache.put(key.with_facts(Some(facts.fingerprint())), &spec.report);
+                }
+                let mut report = spec.report;
+                report.file = Some(path.to_path_buf());
+                return (report, true);
+            }
+        }
+        (self.lint_path(path), false)
     }
 
     /// Lints `bytes` as the source of the file at `path` (which need not exist: stdin),
@@ -442,6 +522,16 @@ pub fn syntax_errors(text: &str) -> usize {
     }
 }
 
+/// A file linted in the project index's pass, before the project's facts were known
+/// ([`Linter::lint_in_index`]).
+pub struct Speculation {
+    report: FileReport,
+    /// The cache key of the file's bytes and rules, facts not yet included.
+    key: Option<Key>,
+    guess: FileFacts,
+    queries: Vec<FactQuery>,
+}
+
 thread_local! {
     static PARSER: RefCell<Parser> = RefCell::new(new_parser());
 }
@@ -631,32 +721,86 @@ fn lint_notebook(
 
 /// Lints decoded Python source.
 fn lint_text(
-    mut report: FileReport,
+    report: FileReport,
     text: String,
     rules: &[&'static Rule],
     opts: LintOptions,
     facts: Option<Arc<FileFacts>>,
 ) -> FileReport {
-    if opts.prefilter && !prefilter(&text, rules) {
+    lint_parsed(report, &text, rules, opts, ProjectFacts::Known(facts), None).0
+}
+
+/// The project facts a file is linted with.
+enum ProjectFacts {
+    Known(Option<Arc<FileFacts>>),
+    /// Guessed from the file alone, every question asked of them recorded
+    /// ([`crate::project::FactQuery`]).
+    Guessed(FileFacts),
+}
+
+/// The facts a lint guessed, and the questions it asked of them.
+type Guess = (FileFacts, Vec<FactQuery>);
+
+/// Lints decoded Python source, from `built` (the model of `text`, built without
+/// project facts for the file's summary) when there is one, else from a parse of its
+/// own.
+fn lint_parsed<'t>(
+    mut report: FileReport,
+    text: &'t str,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+    facts: ProjectFacts,
+    built: Option<&mut SemanticModel<'t>>,
+) -> (FileReport, Option<Guess>) {
+    if opts.prefilter && !prefilter(text, rules) {
         report.skipped_by_prefilter = true;
-        return report;
+        return (report, Some((FileFacts::default(), Vec::new())));
     }
-    let Some(tree) = parse(&mut report, &text) else {
-        return report;
+    let src = Source::new(text);
+    match built {
+        Some(model) => {
+            syntax_warning(&mut report, model, &src);
+            analyze(report, model, rules, &src, facts)
+        }
+        None => {
+            let Some(tree) = parse(&mut report, text) else {
+                return (report, None);
+            };
+            if opts.parse_only {
+                return (report, None);
+            }
+            let Some(mut model) = model(&mut report, &tree, &src) else {
+                return (report, None);
+            };
+            analyze(report, &mut model, rules, &src, facts)
+        }
+    }
+}
+
+/// Stages `rules`, `suppress` and `finish`, with the project facts given to the model.
+fn analyze(
+    mut report: FileReport,
+    model: &mut SemanticModel,
+    rules: &[&'static Rule],
+    src: &Source,
+    facts: ProjectFacts,
+) -> (FileReport, Option<Guess>) {
+    let guess = match facts {
+        ProjectFacts::Known(Some(facts)) => {
+            model.set_project(facts);
+            None
+        }
+        ProjectFacts::Known(None) => None,
+        ProjectFacts::Guessed(guess) => {
+            model.set_project(Arc::new(guess.clone()));
+            model.record_fact_queries();
+            Some(guess)
+        }
     };
-    if opts.parse_only {
-        return report;
-    }
-    let src = Source::new(&text);
-    let Some(mut model) = model(&mut report, &tree, &src) else {
-        return report;
-    };
-    if let Some(facts) = facts {
-        model.set_project(facts);
-    }
-    run_rules(&mut report, &model, rules, &src);
-    suppress(&mut report, &model, &src, rules);
-    finish(report, &model, &text)
+    run_rules(&mut report, model, rules, src);
+    suppress(&mut report, model, src, rules);
+    let guess = guess.map(|g| (g, model.fact_queries()));
+    (finish(report, model, src.text), guess)
 }
 
 /// Decoded source, with its line index built on first use: most files have no finding
@@ -728,15 +872,20 @@ fn model<'a>(
             return None;
         }
     };
+    syntax_warning(report, &model, src);
+    Some(model)
+}
+
+/// A warning at the model's first syntax error.
+fn syntax_warning(report: &mut FileReport, model: &SemanticModel, src: &Source) {
     if let Some(at) = model.first_syntax_error {
         let lc = src.line_col(at);
         report.warnings.push(FileWarning::Syntax {
-            path: path.to_owned(),
+            path: report.path.clone(),
             line: lc.line,
             column: lc.column,
         });
     }
-    Some(model)
 }
 
 /// Stage `rules`: every enabled rule reads the model; its diagnostics become findings.
@@ -988,5 +1137,113 @@ fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
         s.clone()
     } else {
         "panic".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::project::{NoStore, ProjectIndex};
+
+    fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                python_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "py") {
+                out.push(p);
+            }
+        }
+    }
+
+    /// What a report says, to compare two.
+    fn said(r: &FileReport) -> String {
+        format!(
+            "{:?}\n{:?}\n{:?}\n{}\n{:?}",
+            r.findings,
+            r.warnings
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            r.errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            r.skipped_by_prefilter,
+            r.source,
+        )
+    }
+
+    /// A lint kept from the index's pass is the lint the file gets on its own with the
+    /// project's facts: on every fixture, as one project and as each fixture project.
+    #[test]
+    fn lints_kept_from_the_index_pass_are_fresh_lints() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut roots = vec![fixtures.clone()];
+        for e in std::fs::read_dir(fixtures.join("project"))
+            .unwrap()
+            .flatten()
+        {
+            roots.push(e.path());
+        }
+        let (mut kept, mut again) = (0, 0);
+        for root in roots {
+            let mut files = Vec::new();
+            python_files(&root, &mut files);
+            files.sort();
+            let linter = Linter::new(crate::rules::ALL);
+            let (index, seen) = ProjectIndex::build_with(&root, &files, &NoStore, &|p, s| {
+                linter.lint_in_index(p, s)
+            });
+            assert_eq!(seen.len(), files.len(), "{}", root.display());
+            let linter = linter.with_project(Arc::new(Projects(vec![index])));
+            for (path, spec) in seen {
+                let fresh = linter.lint_path(&path);
+                let (report, was_kept) = linter.lint_path_after(&path, Some(spec));
+                assert_eq!(said(&report), said(&fresh), "{}", path.display());
+                if was_kept {
+                    kept += 1;
+                } else {
+                    again += 1;
+                }
+            }
+        }
+        // Both ways are exercised: most files keep their first lint, files whose facts
+        // from other files matter are linted again.
+        assert!(
+            kept > again && again > 0,
+            "kept {kept}, linted again {again}"
+        );
+    }
+
+    /// A file whose lint asked a question that the project answers differently from
+    /// the guess is linted again.
+    #[test]
+    fn a_lint_that_asked_what_the_project_changes_is_not_kept() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::write(
+            root.join("helpers.py"),
+            "def mean_loss(out, y):\n    return criterion(out, y).item()\n",
+        )
+        .unwrap();
+        let train = "import torch\nfrom helpers import mean_loss\nlosses = []\n\
+                     for x, y in loader:\n    loss = mean_loss(model(x), y)\n    losses.append(loss)\n";
+        std::fs::write(root.join("train.py"), train).unwrap();
+        let files = vec![root.join("helpers.py"), root.join("train.py")];
+        let linter = Linter::new(crate::rules::ALL);
+        let (index, seen) =
+            ProjectIndex::build_with(&root, &files, &NoStore, &|p, s| linter.lint_in_index(p, s));
+        let linter = linter.with_project(Arc::new(Projects(vec![index])));
+        let mut seen: std::collections::HashMap<_, _> = seen.into_iter().collect();
+        let spec = seen.remove(&root.join("train.py")).unwrap();
+        assert!(spec
+            .queries
+            .contains(&FactQuery::DetachedImport("mean_loss".to_owned())));
+        let (report, kept) = linter.lint_path_after(&root.join("train.py"), Some(spec));
+        assert!(!kept);
+        assert_eq!(
+            said(&report),
+            said(&linter.lint_path(&root.join("train.py")))
+        );
     }
 }

@@ -15,6 +15,14 @@
 //! Summaries are cached by content hash in the result cache; a file's cached findings
 //! are keyed by the hash of its facts too, so a change in a dependency's summary that
 //! changes what this file sees re-lints it.
+//!
+//! One parse per file: a file that is summarized afresh is linted in the same pass,
+//! from the same tree and model, with facts guessed from the file alone; the model
+//! records each question it asks of them ([`FactQuery`]). After the join, the lint is
+//! kept when the file's real facts answer every recorded question as the guess did,
+//! and the file is parsed and linted again otherwise (a file whose lint depends on what
+//! other files say: a small share of a project). Trees and models are dropped as soon
+//! as their file is summarized and linted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
@@ -25,6 +33,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
+use crate::lint::catch_quietly;
 use crate::semantic::{BindingKind, GradMode, Origin, ScopeId, ScopeKind, SemanticModel, Value};
 
 /// A function or method of a file, as other files see it.
@@ -46,6 +55,15 @@ pub struct FnSummary {
     pub backward_params: Vec<u32>,
     /// Backpropagates (`.backward()`, `torch.autograd.grad`): a training step.
     pub wants_grad: bool,
+    /// Module-level functions only: the argument every `return` hands back unchanged
+    /// (`load_weights(pipeline, ...)` returning `pipeline`), so the result is placed
+    /// wherever the argument was.
+    #[serde(default)]
+    pub returns_param: Option<u32>,
+    /// Module-level functions only: every `return` hands back a model placed on this
+    /// device (`"cuda"` or `"cpu"`).
+    #[serde(default)]
+    pub returns_device: Option<String>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -87,19 +105,26 @@ pub struct FileFacts {
     /// Imported names that are project functions returning detached values.
     pub detached_imports: BTreeSet<String>,
     /// Method names whose every project definition returns a detached value.
-    pub detached_methods: BTreeSet<String>,
+    /// One set for the whole project, shared by every file's facts.
+    pub detached_methods: Arc<BTreeSet<String>>,
     /// Imported names that are `nn.Module` subclasses of the project.
     pub module_imports: BTreeSet<String>,
     /// Imported names that are project functions backpropagating some of their
     /// arguments, with those arguments' positions.
     pub backward_param_imports: BTreeMap<String, Vec<u32>>,
+    /// Imported names that are project functions handing back one of their arguments
+    /// unchanged, with its position.
+    pub param_returning_imports: BTreeMap<String, u32>,
+    /// Imported names that are project functions returning a model on a known device.
+    pub placing_imports: BTreeMap<String, String>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
     /// Method names that some `nn.Module` subclass of the project defines as running a
     /// forward, and that no project definition trains with: `vae.inference(n)`,
     /// `decoder.sample(features)`.
-    pub forward_methods: BTreeSet<String>,
+    /// One set for the whole project, shared by every file's facts.
+    pub forward_methods: Arc<BTreeSet<String>>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -111,6 +136,172 @@ impl FileFacts {
         let mut h = std::hash::DefaultHasher::new();
         self.hash(&mut h);
         h.finish()
+    }
+
+    /// The facts a file is linted with before the project is joined: those of a
+    /// project made of the file alone (its own imports, its own classes' methods).
+    pub fn alone(path: &Path, summary: &FileSummary) -> FileFacts {
+        let root = path.parent().unwrap_or(Path::new("/"));
+        let index = ProjectIndex::join(root, vec![(path.to_path_buf(), summary.clone())]);
+        index
+            .facts
+            .into_values()
+            .next()
+            .map(Arc::unwrap_or_clone)
+            .unwrap_or_default()
+    }
+}
+
+/// One question that the model of a file asks of its [`FileFacts`].
+///
+/// A file of the project is linted in the same pass that summarizes it, before the
+/// summaries are joined, with facts guessed from the file alone ([`FileFacts::guess`]);
+/// the model records every question it asks of them. Once the project is joined, that
+/// lint stands if every recorded question has the same answer under the file's real
+/// facts (the model is deterministic, so the lint would have come out the same), and the
+/// file is linted again otherwise. The model reads the facts only through [`Facts`], so
+/// no question goes unrecorded.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FactQuery {
+    Torch,
+    ExternalCaller(String),
+    DetachedImport(String),
+    DetachedMethod(String),
+    ModuleImport(String),
+    BackwardParams(String),
+    ForwardImport(String),
+    ForwardMethod(String),
+    ReturnedParam(String),
+    PlacingImport(String),
+}
+
+/// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
+#[derive(PartialEq, Eq, Debug)]
+enum Answer<'f> {
+    Bool(bool),
+    Caller(Option<bool>),
+    Params(Option<&'f [u32]>),
+    Position(Option<u32>),
+    Device(Option<&'f str>),
+}
+
+impl FactQuery {
+    fn answer<'f>(&self, f: &'f FileFacts) -> Answer<'f> {
+        match self {
+            FactQuery::Torch => Answer::Bool(f.torch),
+            FactQuery::ExternalCaller(n) => Answer::Caller(f.external_callers.get(n).copied()),
+            FactQuery::DetachedImport(n) => Answer::Bool(f.detached_imports.contains(n)),
+            FactQuery::DetachedMethod(n) => Answer::Bool(f.detached_methods.contains(n)),
+            FactQuery::ModuleImport(n) => Answer::Bool(f.module_imports.contains(n)),
+            FactQuery::BackwardParams(n) => {
+                Answer::Params(f.backward_param_imports.get(n).map(Vec::as_slice))
+            }
+            FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
+            FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
+            FactQuery::ReturnedParam(n) => {
+                Answer::Position(f.param_returning_imports.get(n).copied())
+            }
+            FactQuery::PlacingImport(n) => {
+                Answer::Device(f.placing_imports.get(n).map(String::as_str))
+            }
+        }
+    }
+
+    /// Whether `a` and `b` answer this question alike.
+    pub fn agrees(&self, a: &FileFacts, b: &FileFacts) -> bool {
+        self.answer(a) == self.answer(b)
+    }
+}
+
+/// The questions a model asked of its facts, when they are being recorded.
+pub type FactLog = std::cell::RefCell<Option<rustc_hash::FxHashSet<FactQuery>>>;
+
+/// A file's facts as the model reads them: one method per question, each recorded in
+/// the model's log when it keeps one.
+#[derive(Clone, Copy)]
+pub struct Facts<'m> {
+    facts: &'m FileFacts,
+    log: &'m FactLog,
+}
+
+impl<'m> Facts<'m> {
+    pub fn new(facts: &'m FileFacts, log: &'m FactLog) -> Self {
+        Facts { facts, log }
+    }
+
+    fn ask(&self, q: impl FnOnce() -> FactQuery) {
+        if let Some(log) = self.log.borrow_mut().as_mut() {
+            log.insert(q());
+        }
+    }
+
+    /// Whether the file is PyTorch code, through its own imports or the project files
+    /// it imports.
+    pub fn torch(&self) -> bool {
+        self.ask(|| FactQuery::Torch);
+        self.facts.torch
+    }
+
+    /// Whether every call of this file's function `name` from other files runs under
+    /// `no_grad` (`None`: no other file calls it).
+    pub fn external_caller(&self, name: &str) -> Option<bool> {
+        self.ask(|| FactQuery::ExternalCaller(name.to_owned()));
+        self.facts.external_callers.get(name).copied()
+    }
+
+    /// Whether the imported `name` is a project function returning a detached value.
+    pub fn detached_import(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::DetachedImport(name.to_owned()));
+        self.facts.detached_imports.contains(name)
+    }
+
+    /// Whether every project definition of the method `name` returns a detached value.
+    pub fn detached_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::DetachedMethod(name.to_owned()));
+        self.facts.detached_methods.contains(name)
+    }
+
+    /// Whether the imported `name` is an `nn.Module` subclass of the project.
+    pub fn module_import(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::ModuleImport(name.to_owned()));
+        self.facts.module_imports.contains(name)
+    }
+
+    /// The positions of the arguments that the imported project function `name`
+    /// backpropagates.
+    pub fn backward_params(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::BackwardParams(name.to_owned()));
+        self.facts
+            .backward_param_imports
+            .get(name)
+            .map(Vec::as_slice)
+    }
+
+    /// Whether the imported `name` is a project function running a forward with grad
+    /// on and not training.
+    pub fn forward_import(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::ForwardImport(name.to_owned()));
+        self.facts.forward_imports.contains(name)
+    }
+
+    /// Whether some project module class runs a forward in its method `name`, and no
+    /// project definition of it trains.
+    pub fn forward_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::ForwardMethod(name.to_owned()));
+        self.facts.forward_methods.contains(name)
+    }
+
+    /// The position of the argument that the imported project function `name` hands
+    /// back unchanged.
+    pub fn returned_param(&self, name: &str) -> Option<u32> {
+        self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
+        self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// The device the imported project function `name` returns its model on.
+    pub fn placing_import(&self, name: &str) -> Option<&'m str> {
+        self.ask(|| FactQuery::PlacingImport(name.to_owned()));
+        self.facts.placing_imports.get(name).map(String::as_str)
     }
 }
 
@@ -208,13 +399,28 @@ pub fn project_root(path: &Path) -> Option<PathBuf> {
 
 /// The summary of one file's source (`None` if it does not parse).
 pub fn summarize(text: &str) -> Option<FileSummary> {
+    let tree = parse(text)?;
+    let model = SemanticModel::build(&tree, text);
+    Some(summarize_model(&model))
+}
+
+fn parse(text: &str) -> Option<tree_sitter::Tree> {
     let mut parser = tree_sitter::Parser::new();
     parser
         .set_language(&tree_sitter_python::LANGUAGE.into())
         .ok()?;
-    let tree = parser.parse(text, None)?;
-    let model = SemanticModel::build(&tree, text);
-    Some(summarize_model(&model))
+    parser.parse(text, None)
+}
+
+/// A file as the project index summarized it, for the lint to go on from.
+pub struct Summarized<'a, 'm> {
+    pub summary: &'a FileSummary,
+    pub bytes: &'a [u8],
+    /// The text the summary was computed from (invalid UTF-8 replaced).
+    pub text: &'a str,
+    /// The model the summary was computed from, without project facts; `None` when
+    /// the file was summarized by its imports alone.
+    pub model: Option<&'m mut SemanticModel<'a>>,
 }
 
 /// Whether a file's text can hold facts beyond its imports: PyTorch code, a grad-mode
@@ -369,9 +575,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 .method_call(&model.calls[c])
                 .is_some_and(|(_, m)| m == "zero_grad")
         });
+        // `return None` says nothing about what the other returns give (a factory that
+        // returns `None` for a missing config and a module otherwise), as for same-file
+        // callees in the model.
         let values: Vec<Value> = scope
             .returns
             .iter()
+            .filter(|(e, _)| e.kind() != "none")
             .map(|&(e, site)| model.value(e, site))
             .collect();
         let returns_graph = values.iter().any(|v| {
@@ -396,6 +606,16 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 Vec::new()
             },
             wants_grad,
+            returns_param: if scope.class.is_none() {
+                model.returned_parameter(id)
+            } else {
+                None
+            },
+            returns_device: if scope.class.is_none() {
+                model.returned_device(id).map(str::to_owned)
+            } else {
+                None
+            },
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -551,7 +771,28 @@ impl ProjectIndex {
     /// project under `root`) and joins the summaries. `summaries` serves and receives
     /// cached summaries by content.
     pub fn build(root: &Path, files: &[PathBuf], summaries: &dyn SummaryStore) -> ProjectIndex {
-        let mut summarized: Vec<(PathBuf, FileSummary)> = files
+        Self::build_with(
+            root,
+            files,
+            summaries,
+            &|_: &Path, _: Summarized<'_, '_>| None::<()>,
+        )
+        .0
+    }
+
+    /// [`Self::build`], handing each file that is summarized afresh (not from the
+    /// cache) to `visit` along with its text and, when it was built, its model: the
+    /// lint of the file then reuses the parse and the model that its summary came
+    /// from. What `visit` returns is kept by the file's path (canonical); the model
+    /// and its tree are dropped as soon as `visit` returns, so no more than one per
+    /// thread is alive at a time.
+    pub fn build_with<T: Send>(
+        root: &Path,
+        files: &[PathBuf],
+        summaries: &dyn SummaryStore,
+        visit: &(dyn Fn(&Path, Summarized<'_, '_>) -> Option<T> + Sync),
+    ) -> (ProjectIndex, Vec<(PathBuf, T)>) {
+        let mut summarized: Vec<(PathBuf, FileSummary, Option<T>)> = files
             .par_iter()
             .filter_map(|p| {
                 // Regular files only, bounded: a FIFO or a device must not block or
@@ -560,18 +801,53 @@ impl ProjectIndex {
                     crate::source::read_file(p, crate::source::DEFAULT_MAX_FILE_SIZE).ok()?;
                 let key = content_key(&bytes);
                 if let Some(s) = summaries.get(key) {
-                    return Some((canon(p), s));
+                    return Some((canon(p), s, None));
                 }
+                let path = canon(p);
                 let text = String::from_utf8_lossy(&bytes);
-                let s = crate::lint::catch_quietly(|| summarize_text(&text))
-                    .ok()
-                    .flatten()?;
+                let (s, seen) = if needs_model(&text) {
+                    let tree = catch_quietly(|| parse(&text)).ok().flatten()?;
+                    let mut model = catch_quietly(|| SemanticModel::build(&tree, &text)).ok()?;
+                    let s = catch_quietly(|| summarize_model(&model)).ok()?;
+                    let seen = visit(
+                        &path,
+                        Summarized {
+                            summary: &s,
+                            bytes: &bytes,
+                            text: &text,
+                            model: Some(&mut model),
+                        },
+                    );
+                    (s, seen)
+                } else {
+                    let s = catch_quietly(|| summarize_imports(&text)).ok()?;
+                    let seen = visit(
+                        &path,
+                        Summarized {
+                            summary: &s,
+                            bytes: &bytes,
+                            text: &text,
+                            model: None,
+                        },
+                    );
+                    (s, seen)
+                };
                 summaries.put(key, &s);
-                Some((canon(p), s))
+                Some((path, s, seen))
             })
             .collect();
         summarized.sort_by(|a, b| a.0.cmp(&b.0));
-        Self::join(root, summarized)
+        let mut seen = Vec::new();
+        let summarized = summarized
+            .into_iter()
+            .map(|(p, s, t)| {
+                if let Some(t) = t {
+                    seen.push((p.clone(), t));
+                }
+                (p, s)
+            })
+            .collect();
+        (Self::join(root, summarized), seen)
     }
 
     /// Joins the summaries of one project's files into the facts of each.
@@ -676,6 +952,10 @@ impl ProjectIndex {
             })
             .map(|(m, _)| m.to_owned())
             .collect();
+        // Shared, not copied per file: on a large project these sets hold thousands of
+        // names, and a copy for each of thousands of files held gigabytes.
+        let (detached_methods, forward_methods) =
+            (Arc::new(detached_methods), Arc::new(forward_methods));
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
@@ -714,6 +994,22 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                    }
+                    if let Some(k) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_param)
+                    {
+                        f.param_returning_imports.insert(i.local.clone(), k);
+                    }
+                    if let Some(d) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method)
+                        .and_then(|g| g.returns_device.clone())
+                    {
+                        f.placing_imports.insert(i.local.clone(), d);
                     }
                     if let Some(g) = ts
                         .functions

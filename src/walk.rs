@@ -169,13 +169,16 @@ pub fn collect(paths: &[PathBuf], opts: &WalkOptions) -> (Vec<FileEntry>, Vec<Fi
     (files, errors)
 }
 
-/// The most threads `-j` gives: 256, or the number of CPUs where there are more. Each
-/// thread of the walk and of the linting pool costs a stack and start-up time, and more
-/// threads than CPUs only help to wait on the disk: `-j 5000` took minutes to start.
+/// The most threads `-j` gives: four per CPU, at least 8 and at most 256. Each thread of
+/// the walk and of the linting pool costs a stack and start-up time, and holds the
+/// syntax tree and model of the file it lints (about 50 MB per MB of source): more
+/// threads than CPUs only help to wait on the disk, and `-j 1000` on two cores would
+/// only multiply the memory of a run (`-j 5000` took minutes to start).
 pub fn max_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .max(256)
+        .saturating_mul(4)
+        .clamp(8, 256)
 }
 
 /// The number of threads for `-j` (`None`: one per CPU), clamped to [`max_threads`],

@@ -952,7 +952,8 @@ fn an_unlintable_file_is_an_error_in_every_format() {
             ("wide.py".to_owned(), 13, 9, "OOM201".to_owned())
         ]
     );
-    assert!(f.iter().all(|f| f.as_object().unwrap().len() == 10));
+    // The ten keys, and `fix`.
+    assert!(f.iter().all(|f| f.as_object().unwrap().len() == 11));
     assert_eq!(r.stderr, format!("oomlint: error: {ERROR}\n"));
 
     for format in ["text", "concise", "jsonl"] {
@@ -1186,11 +1187,12 @@ fn no_line_of_other_formats_starts_a_workflow_command() {
     );
 }
 
-/// `-j 20000` (which panicked) and `-j 5000` (minutes to start): clamped, with a warning.
+/// `-j 20000` (which panicked), `-j 5000` (minutes to start) and `-j 1000` (a thousand
+/// trees in memory at once on two cores): clamped, with a warning.
 #[test]
 fn huge_thread_counts_are_clamped_with_a_warning() {
     let dir = tree(&[("train.py", TRAIN.as_bytes())]);
-    for j in ["20000", "5000"] {
+    for j in ["20000", "5000", "1000"] {
         let t = std::time::Instant::now();
         let r = run(dir.path(), &["--format", "concise", "-j", j, "."]);
         assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());

@@ -2,6 +2,7 @@
 //! stdin), linting, the measurements of `confirm`, the output, the problems met with
 //! files, the summary line, and the exit status.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use oomlint::config::{Overrides, Resolver};
 use oomlint::confirm::{ConfirmOptions, Confirmations};
 use oomlint::error::FileError;
 use oomlint::fix::Applicability;
-use oomlint::lint::{LintOptions, Linter};
-use oomlint::project::{project_root, NoStore, ProjectIndex, Projects, SummaryStore};
+use oomlint::lint::{LintOptions, Linter, Speculation};
+use oomlint::project::{project_root, NoStore, ProjectIndex, Projects, Summarized, SummaryStore};
 use oomlint::render::{self, Color, Format};
 use oomlint::report::FileReport;
 use oomlint::rule::Severity;
@@ -499,23 +500,40 @@ fn lint_paths(
         }
     }
     // The project index: every Python file of each project the linted files belong to,
-    // summarized once, before the per-file rules.
+    // summarized once, before the per-file rules. The linted files are linted in the
+    // same pass, from the same parse, with facts guessed from each file alone; the
+    // second pass keeps those lints that the project's facts bear out.
+    let mut seen = Vec::new();
     if !a.parse_only {
-        let projects = pool.install(|| project_index(paths, &files, &opts, &linter));
+        let (projects, mut linted) = pool.install(|| project_index(paths, &files, &opts, &linter));
         linter = linter.with_project(Arc::new(projects));
+        seen = files.iter().map(|f| linted.remove(&f.path)).collect();
     }
-    let (reports, fixes): (Vec<FileReport>, Vec<Fixed>) = pool.install(|| {
+    seen.resize_with(files.len(), || None);
+    let linted: Vec<(FileReport, bool, Fixed)> = pool.install(|| {
         files
             .par_iter()
-            .map(|f| {
-                let report = linter.lint_path(&f.path);
-                match fix {
+            .zip(seen.into_par_iter())
+            .map(|(f, seen)| {
+                let (report, kept) = linter.lint_path_after(&f.path, seen);
+                let (report, fixed) = match fix {
                     Some(mode) => fix_file(&linter, &f.path, report, mode, a.max_file_size),
                     None => (report, Fixed::default()),
-                }
+                };
+                (report, kept, fixed)
             })
-            .unzip()
+            .collect()
     });
+    let kept = linted.iter().filter(|(_, kept, _)| *kept).count();
+    let (reports, fixes): (Vec<FileReport>, Vec<Fixed>) =
+        linted.into_iter().map(|(r, _, f)| (r, f)).unzip();
+    if a.prefilter_stats {
+        eprintln!(
+            "project: {kept} of {} files linted in the index's pass, {} linted again",
+            reports.len(),
+            reports.len() - kept
+        );
+    }
     if let Err(e) = linter.save_cache() {
         eprintln!(
             "oomlint: warning: {}: cannot write the cache: {}",
@@ -539,7 +557,19 @@ fn project_index(
     files: &[FileEntry],
     opts: &walk::WalkOptions,
     linter: &Linter,
-) -> Projects {
+) -> (Projects, HashMap<PathBuf, Speculation>) {
+    // The linted files by canonical path (the first of several names for one file).
+    let mut canonical: HashMap<PathBuf, &Path> = HashMap::new();
+    for f in files {
+        if let Ok(c) = std::fs::canonicalize(&f.path) {
+            canonical.entry(c).or_insert(&f.path);
+        }
+    }
+    let lint = |p: &Path, seen: Summarized<'_, '_>| {
+        let walked = *canonical.get(p)?;
+        Some((walked.to_path_buf(), linter.lint_in_index(walked, seen)?))
+    };
+    let mut linted = HashMap::new();
     let mut roots: Vec<PathBuf> = paths
         .iter()
         .filter_map(|p| {
@@ -587,9 +617,15 @@ fn project_index(
             .collect();
         py.sort();
         py.dedup();
-        out.0.push(ProjectIndex::build(&root, &py, store));
+        let (index, seen) = ProjectIndex::build_with(&root, &py, store, &lint);
+        out.0.push(index);
+        // A file of two projects (one root inside the other was merged, so only
+        // through a link) keeps the lint of the first.
+        for (_, (walked, s)) in seen {
+            linted.entry(walked).or_insert(s);
+        }
     }
-    out
+    (out, linted)
 }
 
 /// `--add-noqa`: adds the comments to the files with findings, each written atomically,

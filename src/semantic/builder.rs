@@ -81,6 +81,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         calls_by_function: IndexVec::new(),
         memo: Memos::default(),
         project: None,
+        fact_log: Default::default(),
     };
     let mut b = Builder {
         m,
@@ -892,11 +893,8 @@ impl<'a> Builder<'a> {
         }
         m.loop_callees = loop_callees;
         m.hook_callees = hook_callees;
-        *m.memo.step_loops.get_mut() = IndexVec::from_elem(None, m.loops.len());
         m.calls_by_function = calls_by_function;
-        *m.memo.binding_values.get_mut() = IndexVec::from_elem(Memo::Todo, m.bindings.len());
-        *m.memo.call_values.get_mut() = IndexVec::from_elem(Memo::Todo, m.calls.len());
-        *m.memo.scope_grad.get_mut() = IndexVec::from_elem(None, n_scopes);
+        m.memo = Memos::sized(m);
         self.m
     }
 }

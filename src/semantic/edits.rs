@@ -8,18 +8,24 @@
 use super::*;
 use crate::fix::Edit;
 
+/// How many levels `statement_of` climbs.
+const MAX_CLIMB: usize = 8;
+
 impl<'a> SemanticModel<'a> {
     /// The statement that holds `node` (itself, if it is one): the node whose parent
-    /// is a block or the module.
+    /// is a block or the module; `None` when it is more than a few levels up (a fix
+    /// deep inside an expression is not worth it, and tree-sitter finds a parent by
+    /// walking down from the root, so climbing far in a deep tree is quadratic).
     pub fn statement_of<'t>(&self, node: Node<'t>) -> Option<Node<'t>> {
         let mut n = node;
-        loop {
+        for _ in 0..MAX_CLIMB {
             let p = n.parent()?;
             if matches!(p.kind(), "block" | "module") {
                 return Some(n);
             }
             n = p;
         }
+        None
     }
 
     /// The byte offset where the line holding `offset` starts.
@@ -170,7 +176,9 @@ impl<'a> SemanticModel<'a> {
         let Some(mut n) = self.root.descendant_for_byte_range(offset, offset) else {
             return false;
         };
-        loop {
+        // The innermost node at a line start inside a string is its content, a level or
+        // two below the string.
+        for _ in 0..3 {
             if n.kind() == "string" && n.start_byte() < offset && offset < n.end_byte() {
                 return true;
             }
@@ -179,6 +187,7 @@ impl<'a> SemanticModel<'a> {
                 None => return false,
             }
         }
+        false
     }
 
     /// How this file spells `torch.<attr>`: `no_grad` when imported by name
@@ -254,9 +263,14 @@ impl<'a> SemanticModel<'a> {
     pub fn remove_call(&self, call: Node<'_>) -> Option<Edit> {
         let f = call.field("function").filter(|f| f.kind() == "attribute")?;
         let recv = f.field("object")?;
-        let stmt = self.statement_of(call)?;
         let whole = |n: Node<'_>| unwrap_parens(n).id() == call.id();
         let recv_plain = matches!(unwrap_parens(recv).kind(), "identifier" | "attribute");
+        let cut = Edit::delete(recv.end_byte()..call.end_byte());
+        // A link of a chain (`f(x).half()`): never a whole statement to delete.
+        if !recv_plain {
+            return Some(cut);
+        }
+        let stmt = self.statement_of(call)?;
         let first = stmt
             .named_child(0)
             .filter(|_| stmt.kind() == "expression_statement");
@@ -269,7 +283,7 @@ impl<'a> SemanticModel<'a> {
         });
         let useless = bare || rebind;
         if !useless {
-            return Some(Edit::delete(recv.end_byte()..call.end_byte()));
+            return Some(cut);
         }
         self.delete_statement(stmt)
     }

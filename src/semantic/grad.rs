@@ -44,9 +44,9 @@ impl<'a> SemanticModel<'a> {
             .filter(|&c| !self.foreign_framework_site(self.calls[c].node))
             .collect();
         // Callers in other files of the project: whether every one runs under no_grad.
-        let external = self.project.as_ref().and_then(|p| {
+        let external = self.project().and_then(|p| {
             let name = crate::project::qualname(self, f)?;
-            p.external_callers.get(&name).copied()
+            p.external_caller(&name)
         });
         let g = if (!callers.is_empty() || external.is_some())
             && external != Some(false)
@@ -100,8 +100,8 @@ impl<'a> SemanticModel<'a> {
     /// not, and neither is one whose imports are all of the standard library or of
     /// NumPy-like libraries. A file with no import at all is given the benefit.
     pub fn is_torch_code(&self) -> bool {
-        if let Some(p) = &self.project {
-            return p.torch;
+        if let Some(p) = self.project() {
+            return p.torch();
         }
         crate::project::maybe_torch(self.imports.values().map(|q| q.first().unwrap_or(".")))
     }

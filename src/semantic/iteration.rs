@@ -96,6 +96,33 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
+    /// Whether `node` runs on every iteration of `loop_`: it stands in the loop's body
+    /// outside any branch of it (blocks of `with` statements are seen through), so no
+    /// interval test (`if step % save_every == 0:`) decides whether it runs.
+    pub fn runs_every_iteration(&self, node: Node<'_>, loop_: LoopId) -> bool {
+        let body = self.loop_(loop_).body;
+        if !body.byte_range().contains(&node.start_byte()) {
+            return false;
+        }
+        let mut n = node;
+        while let Some(p) = n.parent() {
+            if p.id() == body.id() {
+                return true;
+            }
+            if p.kind() == "block" && p.parent().is_none_or(|o| o.kind() != "with_statement") {
+                return false;
+            }
+            if matches!(
+                p.kind(),
+                "lambda" | "function_definition" | "conditional_expression" | "boolean_operator"
+            ) {
+                return false;
+            }
+            n = p;
+        }
+        false
+    }
+
     /// The innermost loop around `site` whose iterations are separate steps (see
     /// [`Self::is_step_loop`]): the iteration a kept graph outlives.
     pub fn step_loop(&self, site: Site) -> Option<LoopId> {
@@ -227,11 +254,33 @@ impl<'a> SemanticModel<'a> {
         // Plain assignments only: a file of 100,000 `self.t += loss` has none to scan.
         let candidates = self.assigns.get(&key).map(Vec::as_slice).unwrap_or(&[]);
         let upto = candidates.partition_point(|&b| self.bindings[b].pos <= expr.start_byte());
-        let local_fresh = candidates[..upto].iter().any(|&b| {
+        // Fresh: rebound earlier in the same iteration on every path to the read. In a
+        // loop, a binding in a sibling branch (`if acc is None: acc = out` / `else: acc =
+        // torch.cat((acc, out))`) leaves the other branch reading last step's value; a
+        // local of a per-step function (`forward`) starts over at every call anyway.
+        let before = &candidates[..upto];
+        let at = expr.start_byte();
+        // Bound in every branch of an `if`/`else` that runs before the read.
+        let every_arm = |v: Node<'a>| {
+            self.complete_if(v, at).is_some_and(|(_, arms)| {
+                arms.iter().all(|arm| {
+                    before.iter().any(|&o| {
+                        self.bindings[o]
+                            .value
+                            .is_some_and(|ov| arm.byte_range().contains(&ov.start_byte()))
+                    })
+                })
+            })
+        };
+        let local_fresh = before.iter().any(|&b| {
             let b = &self.bindings[b];
             self.function_of(b.site.scope) == f
                 && match step {
-                    Some(l) => self.loop_within(b.site.loop_, l),
+                    Some(l) => {
+                        self.loop_within(b.site.loop_, l)
+                            && b.value
+                                .is_none_or(|v| self.dominates(v, at) || every_arm(v))
+                    }
                     None => true,
                 }
         });

@@ -239,6 +239,64 @@ impl<'a> SemanticModel<'a> {
         Some(arg)
     }
 
+    /// The dtypes a variable passed to `.to(...)` may hold there, each with the value
+    /// that gives it: `weight_dtype = torch.float32`, then `weight_dtype = torch.float16`
+    /// under `if mixed_precision == "fp16":`. Every assignment of the name in its scope
+    /// before the conversion must write a torch dtype out (or choose between two with a
+    /// conditional expression); otherwise nothing is known and the list is empty.
+    pub fn conversion_dtype_choices(&self, conv: &Conversion<'a>) -> Vec<(DType, Node<'a>)> {
+        let c = &self.calls[conv.call];
+        if !matches!(self.method_call(c), Some((_, m)) if m == names::TO_METHOD) {
+            return Vec::new();
+        }
+        let var = self
+            .keyword_arg(c.node, "dtype")
+            .map(unwrap_parens)
+            .or_else(|| {
+                self.positional_args(c.node)
+                    .map(unwrap_parens)
+                    .find(|a| a.kind() == "identifier" && self.text(*a).contains("dtype"))
+            });
+        let Some(var) = var.filter(|v| v.kind() == "identifier") else {
+            return Vec::new();
+        };
+        let Some(reaching) = self.binding_of(var, c.site) else {
+            return Vec::new();
+        };
+        let at = c.node.start_byte();
+        let literal = |n: Node<'a>| {
+            self.qualified(unwrap_parens(n))
+                .filter(|q| q.is_torch() && q.segments().len() == 2)
+                .and_then(|q| DType::from_name(q.last()?))
+        };
+        let mut out = Vec::new();
+        for b in self.local_bindings(reaching.owner, self.text(var)) {
+            if b.pos > at {
+                continue;
+            }
+            let Some(v) = b
+                .value
+                .filter(|_| b.kind == BindingKind::Assign && b.index.is_none())
+            else {
+                return Vec::new();
+            };
+            let v = unwrap_parens(v);
+            let arms: Vec<Node<'a>> = if v.kind() == "conditional_expression" {
+                let mut cur = v.walk();
+                v.named_children(&mut cur).step_by(2).collect()
+            } else {
+                vec![v]
+            };
+            for arm in arms {
+                match literal(arm) {
+                    Some(t) => out.push((t, arm)),
+                    None => return Vec::new(),
+                }
+            }
+        }
+        out
+    }
+
     /// Whether what a `torch.load` reads goes into a `load_state_dict(...)` (a model's,
     /// an optimizer's): directly (`m.load_state_dict(torch.load(p)["model"])`) or through
     /// the name it is bound to in the same function (`ckpt = torch.load(p)` ...
@@ -354,7 +412,9 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// An integer expression: a literal, a name bound once to one, or `+`, `-`, `*` of
-    /// those (`CUTOFF_LEN + 1`).
+    /// those (`CUTOFF_LEN + 1`); a parameter counts with its default and a `self.`
+    /// attribute with its one assignment (`self.max_len = max_len` in `__init__`), the
+    /// value the code runs with unless a caller says otherwise.
     fn int_value(&self, v: Node<'a>, site: Site, depth: u32) -> Option<i64> {
         let v = unwrap_parens(v);
         if depth > 8 {
@@ -364,6 +424,23 @@ impl<'a> SemanticModel<'a> {
             "integer" => self.text(v).replace('_', "").parse().ok(),
             "identifier" => {
                 let b = self.binding_of(v, site)?;
+                if b.kind == BindingKind::Parameter {
+                    let default = self.parameter_default(b.owner, b.name)?;
+                    return self.int_value(default, b.site, depth + 1);
+                }
+                if b.kind != BindingKind::Assign || b.index.is_some() {
+                    return None;
+                }
+                self.int_value(b.value?, b.site, depth + 1)
+            }
+            "attribute" => {
+                let key @ NameKey::Attr(..) = self.name_key(v, site.scope)? else {
+                    return None;
+                };
+                let mut stores = self.names.get(&key)?.iter().map(|&b| &self.bindings[b]);
+                let (Some(b), None) = (stores.next(), stores.next()) else {
+                    return None;
+                };
                 if b.kind != BindingKind::Assign || b.index.is_some() {
                     return None;
                 }

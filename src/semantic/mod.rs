@@ -283,6 +283,8 @@ pub struct SemanticModel<'a> {
     memo: Memos<'a>,
     /// What the rest of the project says about this file ([`crate::project`]).
     project: Option<std::sync::Arc<crate::project::FileFacts>>,
+    /// The questions asked of `project`, while they are recorded.
+    fact_log: crate::project::FactLog,
 }
 
 /// The memo tables of the lazy queries; cells, so that the model is shared immutably.
@@ -307,6 +309,8 @@ struct Memos<'a> {
     /// By (function, element index or `u32::MAX` for the whole value).
     return_values: RefCell<FxHashMap<(ScopeId, u32), Memo>>,
     scope_grad: RefCell<IndexVec<ScopeId, Option<GradMode>>>,
+    /// Methods (functions of a class body) by name.
+    methods_by_name: OnceCell<FxHashMap<&'a str, Vec<ScopeId>>>,
     depth_exceeded: Cell<bool>,
     /// The names and `self.` attributes each function or class mentions, by the node
     /// id of that scope (one walk per scope, for every fix that asks how a name is used).
@@ -329,6 +333,19 @@ struct Memos<'a> {
 /// A use query: scope node id, receiver (`""` for a local), name, which query.
 type UseKey<'a> = (usize, &'a str, &'a str, u8);
 
+impl<'a> Memos<'a> {
+    /// Empty memo tables for the facts of `m`.
+    fn sized(m: &SemanticModel<'a>) -> Self {
+        Memos {
+            step_loops: RefCell::new(IndexVec::from_elem(None, m.loops.len())),
+            binding_values: RefCell::new(IndexVec::from_elem(Memo::Todo, m.bindings.len())),
+            call_values: RefCell::new(IndexVec::from_elem(Memo::Todo, m.calls.len())),
+            scope_grad: RefCell::new(IndexVec::from_elem(None, m.scopes.len())),
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Memo {
     Todo,
@@ -342,13 +359,33 @@ impl<'a> SemanticModel<'a> {
         builder::build(tree, source)
     }
 
-    /// Gives the model the facts of the rest of the project, before any query.
+    /// Gives the model the facts of the rest of the project. Answers computed before
+    /// (the file's summary is computed from the same model, without facts) are
+    /// forgotten.
     pub fn set_project(&mut self, facts: std::sync::Arc<crate::project::FileFacts>) {
+        self.memo = Memos::sized(self);
         self.project = Some(facts);
     }
 
+    /// Starts recording every question asked of the project facts
+    /// ([`crate::project::FactQuery`]).
+    pub fn record_fact_queries(&mut self) {
+        *self.fact_log.get_mut() = Some(FxHashSet::default());
+    }
+
+    /// The questions recorded since [`Self::record_fact_queries`].
+    pub fn fact_queries(&self) -> Vec<crate::project::FactQuery> {
+        self.fact_log
+            .borrow()
+            .as_ref()
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// The project facts of this file, if the file was linted as part of a project.
-    pub fn project(&self) -> Option<&crate::project::FileFacts> {
-        self.project.as_deref()
+    pub fn project(&self) -> Option<crate::project::Facts<'_>> {
+        self.project
+            .as_deref()
+            .map(|f| crate::project::Facts::new(f, &self.fact_log))
     }
 }

@@ -620,6 +620,12 @@ impl<'a> SemanticModel<'a> {
             if q.is_torch() && q.segments().len() > 1 {
                 return self.eval_torch_call(q, node, site, d);
             }
+            // NumPy computes on arrays, and a tensor that requires grad refuses to become
+            // one (`__array__` raises): what a NumPy function returns carries no graph
+            // (`np.mean(step_losses)` in working code averages numbers).
+            if q.first() == Some("numpy") && q.segments().len() > 1 {
+                return Value::Detached;
+            }
             if q.segments().len() == 1 {
                 let name = q.last().unwrap_or("");
                 let bound = self.resolve(func, site, func.start_byte()).is_some();
@@ -650,14 +656,14 @@ impl<'a> SemanticModel<'a> {
         if let (None, Some(p)) = (same_file, self.project()) {
             let detached = match func.kind() {
                 "identifier" => {
-                    p.detached_imports.contains(self.text(func))
+                    p.detached_import(self.text(func))
                         && self
                             .resolve(func, site, func.start_byte())
                             .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
                 }
                 "attribute" => func
                     .field("attribute")
-                    .is_some_and(|a| p.detached_methods.contains(self.text(a))),
+                    .is_some_and(|a| p.detached_method(self.text(a))),
                 _ => false,
             };
             if detached {
@@ -724,7 +730,7 @@ impl<'a> SemanticModel<'a> {
         // An `nn.Module` subclass of another project file, whatever its name.
         let project_module = self
             .project()
-            .is_some_and(|p| p.module_imports.contains(name) && !name.ends_with("Loss"));
+            .is_some_and(|p| !name.ends_with("Loss") && p.module_import(name));
         if project_module || names::is_model_class_name(name) {
             Value::Module
         } else if name.ends_with("Loss") && name.starts_with(|c: char| c.is_ascii_uppercase()) {
@@ -977,16 +983,12 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // Arguments of project functions of other files that backpropagate them.
-        if let Some(facts) = self
-            .project()
-            .filter(|f| !f.backward_param_imports.is_empty())
-        {
+        if let Some(facts) = self.project() {
             for (i, call) in self.calls.iter_enumerated() {
                 if call.function.kind() != "identifier" || self.callees[i].is_some() {
                     continue;
                 }
-                let Some(positions) = facts.backward_param_imports.get(self.text(call.function))
-                else {
+                let Some(positions) = facts.backward_params(self.text(call.function)) else {
                     continue;
                 };
                 for &p in positions {

@@ -68,6 +68,18 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// The default value written for parameter `name` of the function `scope`
+    /// (`max_seq_length: int = 128`), if it has one.
+    pub fn parameter_default(&self, scope: ScopeId, name: &str) -> Option<Node<'a>> {
+        let params = self.scope(scope).node.field("parameters")?;
+        let mut cursor = params.walk();
+        let found = params.named_children(&mut cursor).find(|p| {
+            matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+                && p.field("name").is_some_and(|n| self.text(n) == name)
+        });
+        found.and_then(|p| p.field("value"))
+    }
+
     /// Every binding of the local `name` in `scope`, in source order.
     pub fn local_bindings(
         &self,
@@ -79,6 +91,25 @@ impl<'a> SemanticModel<'a> {
             .into_iter()
             .flatten()
             .map(|&b| &self.bindings[b])
+    }
+
+    /// The methods named `name` of every class of the file, in definition order: what
+    /// a call on a receiver of unknown class may run. Indexed once, so that a query per
+    /// call does not scan every scope of the file.
+    pub fn methods_named(&self, name: &str) -> &[ScopeId] {
+        self.memo
+            .methods_by_name
+            .get_or_init(|| {
+                let mut by_name: FxHashMap<&'a str, Vec<ScopeId>> = FxHashMap::default();
+                for (id, s) in self.scopes.iter_enumerated() {
+                    if s.is_function() && s.class.is_some() {
+                        by_name.entry(s.name).or_default().push(id);
+                    }
+                }
+                by_name
+            })
+            .get(name)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.

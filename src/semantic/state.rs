@@ -427,6 +427,40 @@ impl<'a> SemanticModel<'a> {
             }
             return st;
         }
+        // A helper handing back its argument (`pipe = load_weights(pipe, ...)`), defined
+        // here or in another project file.
+        let returned = match self.call_index(base).and_then(|i| self.resolve_call(i)) {
+            Some(callee) => self.returned_parameter(callee),
+            None => self.project().and_then(|p| {
+                (f.kind() == "identifier")
+                    .then(|| p.returned_param(self.text(f)))
+                    .flatten()
+            }),
+        };
+        // A helper of another project file that hands back a model on a known device.
+        if let Some(d) = self.project().and_then(|p| {
+            (f.kind() == "identifier")
+                .then(|| p.placing_import(self.text(f)))
+                .flatten()
+        }) {
+            st.device = Some(Fact {
+                value: if d == "cpu" {
+                    Device::Cpu
+                } else {
+                    Device::Cuda("")
+                },
+                at: base,
+            });
+            return st;
+        }
+        if let Some(i) = returned {
+            return self
+                .positional_args(base)
+                .nth(i as usize)
+                .map(unwrap_parens)
+                .filter(|a| matches!(a.kind(), "identifier" | "attribute" | "call"))
+                .map_or(st, |a| self.expr_state(a, site, a.start_byte(), budget));
+        }
         if let Some(callee) = self.call_index(base).and_then(|i| self.resolve_call(i)) {
             let mut merged: Option<ModelState<'a>> = None;
             for &(ret, ret_site) in &self.scope(callee).returns {
@@ -436,6 +470,56 @@ impl<'a> SemanticModel<'a> {
             return merged.unwrap_or_default();
         }
         st
+    }
+
+    /// The parameter (its position among the call's arguments, `self` not counted) that
+    /// every `return` of the function `f` gives back unchanged: never rebound and never
+    /// converted in `f` (`def load_weights(pipeline, path): ...; return pipeline`). A
+    /// call of such a helper holds whatever its argument held.
+    pub fn returned_parameter(&self, f: ScopeId) -> Option<u32> {
+        let sc = self.scope(f);
+        let mut name: Option<&'a str> = None;
+        for &(r, _) in &sc.returns {
+            let r = unwrap_parens(r);
+            if r.kind() != "identifier" || name.is_some_and(|n| n != self.text(r)) {
+                return None;
+            }
+            name = Some(self.text(r));
+        }
+        let name = name?;
+        let skip = usize::from(sc.self_param().is_some());
+        let pos = sc
+            .params
+            .iter()
+            .position(|&p| p == name)?
+            .checked_sub(skip)?;
+        let key = NameKey::Local(f, name);
+        let rebound = self.names.get(&key).is_some_and(|bs| {
+            bs.iter()
+                .any(|&b| self.bindings[b].kind != BindingKind::Parameter)
+        });
+        if rebound || !self.conversions_of(key).0.is_empty() {
+            return None;
+        }
+        u32::try_from(pos).ok()
+    }
+
+    /// The device every `return` of the function `f` certainly hands back a model on,
+    /// for callers in other files: `"cuda"` or `"cpu"` (`def load_model(h): model =
+    /// Net(h).cuda(); ...; return model`).
+    pub fn returned_device(&self, f: ScopeId) -> Option<&'static str> {
+        let budget = Cell::new(MAX_STATE_STEPS);
+        let mut merged: Option<ModelState<'a>> = None;
+        for &(ret, ret_site) in &self.scope(f).returns {
+            let r = unwrap_parens(ret);
+            let s = self.expr_state(r, ret_site, r.start_byte(), &budget);
+            merged = Some(merged.map_or(s, |m| meet(m, s)));
+        }
+        match merged?.device?.value {
+            Device::Cuda("" | "0") => Some("cuda"),
+            Device::Cpu => Some("cpu"),
+            _ => None,
+        }
     }
 
     /// The state of a name's value just before byte `at`.
@@ -527,6 +611,11 @@ impl<'a> SemanticModel<'a> {
                 *st = match (certain, bd.index, bd.value) {
                     (true, None, Some(v)) => self.state_of_value(v, bd.site, key, *st, budget),
                     (true, Some(_), Some(v)) => self.unpacked_state(v),
+                    // A rebinding on some paths only (`if distributed: model =
+                    // wrap(model)`): what the paths with and without it agree on.
+                    (false, None, Some(v)) if !st.is_none => {
+                        meet(*st, self.state_of_value(v, bd.site, key, *st, budget))
+                    }
                     _ => ModelState::default(),
                 };
             }

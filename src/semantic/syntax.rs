@@ -174,3 +174,57 @@ impl SemanticModel<'_> {
         links.iter().rev().fold(head, |acc, l| acc + l)
     }
 }
+
+impl<'a> SemanticModel<'a> {
+    /// For `acc = torch.cat((acc, x))` (also `torch.concat`, `torch.concatenate`,
+    /// `torch.hstack`, `torch.vstack`, the list spelled with brackets, `dim=`): the other
+    /// pieces joined onto the name's own previous value. Growth, like an append: the
+    /// new value holds all the old pieces and their graphs.
+    pub fn concatenated_onto_self(&self, a: &Assignment<'a>) -> Vec<Node<'a>> {
+        let mut pieces = Vec::new();
+        if a.op != AssignOp::Plain {
+            return pieces;
+        }
+        let target = unwrap_parens(a.target);
+        if !matches!(target.kind(), "identifier" | "attribute") {
+            return pieces;
+        }
+        let v = unwrap_parens(a.value);
+        if v.kind() != "call" {
+            return pieces;
+        }
+        let joins = v
+            .field("function")
+            .and_then(|f| self.qualified(f))
+            .is_some_and(|q| {
+                q.is_torch()
+                    && q.segments().len() == 2
+                    && matches!(
+                        q.last(),
+                        Some("cat" | "concat" | "concatenate" | "hstack" | "vstack")
+                    )
+            });
+        let Some(seq) = joins
+            .then(|| self.positional_args(v).next())
+            .flatten()
+            .map(unwrap_parens)
+            .filter(|s| matches!(s.kind(), "tuple" | "list"))
+        else {
+            return pieces;
+        };
+        let name = self.text(target);
+        let mut cursor = seq.walk();
+        let mut itself = false;
+        for item in seq.named_children(&mut cursor) {
+            if self.text(unwrap_parens(item)) == name {
+                itself = true;
+            } else {
+                pieces.push(item);
+            }
+        }
+        if !itself {
+            pieces.clear();
+        }
+        pieces
+    }
+}

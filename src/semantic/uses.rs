@@ -234,16 +234,18 @@ impl<'a> SemanticModel<'a> {
             complete: true,
             ..Default::default()
         };
-        let mut stack = vec![within];
+        // With each node its parent: tree-sitter finds a parent by walking down from the
+        // root, which would make this walk quadratic in a deep tree.
+        let mut stack: Vec<(Node<'a>, Option<Node<'a>>)> = vec![(within, None)];
         let mut seen = 0usize;
-        while let Some(n) = stack.pop() {
+        while let Some((n, parent)) = stack.pop() {
             seen += 1;
             if seen > WALK_LIMIT {
                 m.complete = false;
                 break;
             }
             match n.kind() {
-                "identifier" if is_name_read(n) => {
+                "identifier" if is_name_read(n, parent) => {
                     m.names.entry(self.text(n)).or_default().push(n);
                 }
                 "attribute" => {
@@ -260,7 +262,7 @@ impl<'a> SemanticModel<'a> {
             }
             let mut c = n.walk();
             let children: Vec<Node<'a>> = n.named_children(&mut c).collect();
-            stack.extend(children.into_iter().rev());
+            stack.extend(children.into_iter().rev().map(|ch| (ch, Some(n))));
         }
         let m = std::rc::Rc::new(m);
         self.memo
@@ -525,8 +527,8 @@ pub(super) struct Mentions<'a> {
 
 /// Whether an identifier node is a read of a name (not a keyword argument's name, an
 /// attribute's name, a parameter, or the name a `def`/`class`/import introduces).
-fn is_name_read(n: Node<'_>) -> bool {
-    let Some(p) = n.parent() else { return true };
+fn is_name_read(n: Node<'_>, parent: Option<Node<'_>>) -> bool {
+    let Some(p) = parent else { return true };
     let is = |field: &'static str| p.field(field).is_some_and(|f| f.id() == n.id());
     match p.kind() {
         "attribute" => !is("attribute"),
