@@ -23,6 +23,7 @@ pub mod report;
 pub mod rule;
 pub mod selection;
 pub mod semantic;
+pub mod server;
 pub mod source;
 pub mod testing;
 pub mod walk;

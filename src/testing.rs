@@ -1,5 +1,6 @@
 //! Fixture expectations: a finding is expected where a line ends with a comment
-//! `# error: OOM201` (or `# error: OOM201, OOM202`). Markers are read from tree-sitter
+//! `# error: OOM201` (or `# error: OOM201, OOM202`, or a `# error:` section after
+//! another comment). Markers are read from tree-sitter
 //! `comment` nodes, so `# error:` inside a string is not a marker.
 
 use std::fmt::Write as _;
@@ -27,8 +28,12 @@ pub fn expectations(source: &str) -> Vec<(usize, String)> {
         let node = cursor.node();
         if node.kind() == "comment" {
             let text = &source[node.byte_range()];
-            let body = text.trim_start_matches('#').trim_start();
-            if let Some(codes) = body.strip_prefix("error:") {
+            // The marker may follow another comment on the line (`# noqa: OOM201  #
+            // error: OOM001` in the unused-noqa fixture).
+            let marker = text
+                .split('#')
+                .find_map(|section| section.trim_start().strip_prefix("error:"));
+            if let Some(codes) = marker {
                 for code in codes.split(',') {
                     let code = code.split_whitespace().next().unwrap_or("");
                     if !code.is_empty() {

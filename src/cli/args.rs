@@ -39,6 +39,8 @@ pub enum Command {
         )]
         format: ListFormat,
     },
+    /// Run the language server (LSP over stdin and stdout) for editors.
+    Server,
     /// Remove the result cache (`.oomlint_cache/`) of the current directory.
     Clean,
     /// Lint, then measure what each finding really costs in memory with libtorch
@@ -165,6 +167,11 @@ pub struct CheckArgs {
     /// with a unit (64M, 10MiB, 500KB).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = oomlint::source::parse_size)]
     pub max_file_size: u64,
+    /// Add `# noqa: CODE` to every line with a finding (merged into a `noqa` list already
+    /// there), so an existing repository adopts oomlint in one commit; prints how many
+    /// comments were added.
+    #[arg(long, conflicts_with_all = ["stdin_filename", "statistics"])]
+    pub add_noqa: bool,
     /// Files that cannot be linted (binary, unreadable, not a regular file, a broken
     /// notebook) are still reported in every format, but do not make the exit code 2.
     #[arg(long)]
@@ -206,6 +213,7 @@ const SUBCOMMANDS: &[&str] = &[
     "rule",
     "rules",
     "clean",
+    "server",
     "confirm",
     "__scenario",
     "__options",

@@ -99,6 +99,9 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     // `-` among the paths, or `--stdin-filename`, reads stdin.
     let dash = a.paths.iter().any(|p| p.as_os_str() == "-");
     let from_stdin = dash || a.stdin_filename.is_some();
+    if from_stdin && a.add_noqa {
+        return Err(usage_error("--add-noqa edits files: it cannot edit stdin"));
+    }
     let fix = a.fixing().then_some(FixMode {
         min: a.min_applicability(),
         diff: a.diff,
@@ -126,6 +129,17 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
             return Ok(ExitStatus::Error);
         }
         return Ok(finish_fixing(a, &walk_errors, &reports, &fixes));
+    }
+
+    if a.add_noqa {
+        return Ok(add_noqa(
+            a,
+            &resolver,
+            lint_opts,
+            &reports,
+            &walk_errors,
+            &pool,
+        ));
     }
 
     // `oomlint confirm`: measure the findings before printing them.
@@ -612,6 +626,75 @@ fn project_index(
         }
     }
     (out, linted)
+}
+
+/// `--add-noqa`: adds the comments to the files with findings, each written atomically,
+/// and says how many. A file that cannot be edited is reported and fails the run.
+fn add_noqa(
+    a: &CheckArgs,
+    resolver: &Arc<Resolver>,
+    lint_opts: LintOptions,
+    reports: &[FileReport],
+    walk_errors: &[FileError],
+    pool: &rayon::ThreadPool,
+) -> ExitStatus {
+    let linter = Linter::configured(resolver.clone()).with_options(lint_opts);
+    let todo: Vec<&Path> = reports
+        .iter()
+        .filter(|r| !r.findings.is_empty())
+        .filter_map(|r| r.file.as_deref())
+        .collect();
+    let results: Vec<(String, Result<usize, String>)> = pool.install(|| {
+        todo.par_iter()
+            .map(|path| {
+                let shown = oomlint::paths::display(path);
+                let outcome = oomlint::source::read_file(path, a.max_file_size)
+                    .map_err(|e| match e {
+                        oomlint::source::ReadError::Io(e) => {
+                            format!("cannot read it: {}", oomlint::error::io_reason(&e))
+                        }
+                        _ => "it changed while oomlint ran; not edited".to_owned(),
+                    })
+                    .map(|bytes| linter.add_noqa_source(path, &bytes));
+                let result = match outcome {
+                    Err(e) => Err(e),
+                    Ok(o) => match (o.refused, o.fixed) {
+                        (Some(why), _) => Err(why),
+                        (None, Some(bytes)) => oomlint::fix::write_atomic(path, &bytes)
+                            .map(|()| o.added)
+                            .map_err(|e| {
+                                format!("cannot write it: {}", oomlint::error::io_reason(&e))
+                            }),
+                        (None, None) => Ok(0),
+                    },
+                };
+                (shown, result)
+            })
+            .collect()
+    });
+    let problems = report_problems(walk_errors, reports, a.allow_unlintable);
+    let mut failed = problems;
+    let mut added = 0;
+    for (shown, r) in results {
+        match r {
+            Ok(n) => added += n,
+            Err(why) => {
+                failed += 1;
+                eprintln!(
+                    "oomlint: error: {}: {}",
+                    render::sanitize(&shown),
+                    render::sanitize(&why)
+                );
+            }
+        }
+    }
+    let s = if added == 1 { "" } else { "s" };
+    eprintln!("Added {added} noqa comment{s}.");
+    if failed > 0 {
+        ExitStatus::Error
+    } else {
+        ExitStatus::Success
+    }
 }
 
 /// Writes the findings (or `--statistics`) to stdout or `--output-file`.
