@@ -39,20 +39,48 @@ declare_rule! {
     ///     losses.append(loss.item())     # a float
     ///     losses.append(loss.detach())   # a tensor without the graph
     /// ```
+    ///
+    /// ## Fix safety
+    /// A finding that stores one value has a fix. It is safe (`.item()`) when the
+    /// container is only summed, averaged, counted or printed later (`sum(losses)`,
+    /// `np.mean(losses)`, `len(losses)`, `print(losses)`, each result only read as a
+    /// number) and the value is provably one element: the numbers computed are the
+    /// same. Otherwise it is unsafe (`.detach()`): the container's later users (a
+    /// `torch.stack`, a caller it is returned to) get tensors that no longer require
+    /// grad, which they might notice.
     pub static UNDETACHED_LOSS_APPEND = Rule {
         code: "OOM201",
         name: "undetached-loss-append",
         severity: Severity::Error,
+        fix: FixAvailability::Always,
         check,
         prefilter: |s| s.graph_source() && s.per_step_context(),
     };
 }
 
 fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    for call in &model.calls {
+    for (id, call) in model.calls.iter_enumerated() {
         let Some((container, method)) = model.method_call(call) else {
             continue;
         };
+        // `agent.put_data(transition)` where `put_data` appends its parameter to
+        // `self.data`: the receiver keeps the argument.
+        if let Some(ap) = model
+            .resolve_call(id)
+            .and_then(|f| model.appended_parameter(f))
+        {
+            // The class backpropagating through its list (REINFORCE's episode buffer,
+            // reset after `train_net`) keeps the graphs on purpose.
+            let used = model.flows_into_backward(ap.list, ap.site)
+                || model.read_by_numpy(ap.list, ap.site);
+            if let Some(value) = model.positional_args(call.node).nth(ap.position as usize) {
+                if !used {
+                    let target = format!("{}.{}", model.text(container), ap.attr);
+                    report(model, container, &target, value, call.node, call.site, out);
+                }
+            }
+            continue;
+        }
         if !names::GROWTH_METHODS.contains(&method) {
             continue;
         }
@@ -62,7 +90,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             _ => model.positional_args(call.node).next(),
         };
         let Some(value) = value else { continue };
-        report(model, container, value, call.node, call.site, out);
+        report(model, container, model.text(container), value, call.node, call.site, out);
     }
     for a in &model.assignments {
         let target = unwrap_parens(a.target);
@@ -73,20 +101,20 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             // iteration (`memory[:, t] = h`) grows what is kept.
             (AssignOp::Plain, "subscript") if !constant_key(target) => {
                 if let Some(container) = target.field("value") {
-                    report(model, container, a.value, a.node, a.site, out);
+                    report(model, container, model.text(container), a.value, a.node, a.site, out);
                 }
             }
             // `losses += [loss]`
             (AssignOp::Augmented("+="), _)
                 if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") =>
             {
-                report(model, target, a.value, a.node, a.site, out);
+                report(model, target, model.text(target), a.value, a.node, a.site, out);
             }
             _ => {}
         }
         // `predictions = torch.cat((predictions, output))`
         for piece in model.concatenated_onto_self(a) {
-            report(model, target, piece, a.node, a.site, out);
+            report(model, target, model.text(target), piece, a.node, a.site, out);
         }
     }
 }
@@ -94,6 +122,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
 fn report(
     model: &SemanticModel<'_>,
     container: Node<'_>,
+    target: &str,
     value: Node<'_>,
     at: Node<'_>,
     site: Site,
@@ -123,7 +152,6 @@ fn report(
     } else {
         format!("`{what}`")
     };
-    let target = model.text(container);
     // A value derived from an accumulator carries the graph that line builds up.
     let related = model
         .graph_accumulation(value, site)
@@ -145,9 +173,32 @@ fn report(
         help: "store `.item()` for logging, or `.detach()` to keep a tensor without its graph"
             .to_owned(),
         pattern: Pattern::KeepGraph { origin },
-        fix: None,
+        fix: append_fix(model, root, value, site),
         related,
     });
+}
+
+/// `.item()` on the stored value when the container is only summed, averaged, counted
+/// or printed later and the value is one element (safe), else `.detach()` (unsafe);
+/// none for a list or tuple literal (`losses += [a, b]`).
+fn append_fix(model: &SemanticModel<'_>, container: Node<'_>, value: Node<'_>, site: Site) -> Option<Fix> {
+    if matches!(unwrap_parens(value).kind(), "list" | "tuple" | "dictionary" | "list_splat") {
+        return None;
+    }
+    let safe = model.container_only_reduced(container, site) && model.is_scalar(value, site);
+    let method = if safe { ".item()" } else { ".detach()" };
+    let edits = model.call_on(value, method);
+    let v = model.text(unwrap_parens(value));
+    let title = if v.len() <= 40 && !v.contains('\n') {
+        format!("Store `{v}{method}`")
+    } else {
+        format!("Store the value's `{method}`")
+    };
+    Some(if safe {
+        Fix::safe(title, edits)
+    } else {
+        Fix::unsafe_(title, edits)
+    })
 }
 
 /// Whether every index of the subscript `target` is a literal constant.
