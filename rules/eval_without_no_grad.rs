@@ -115,10 +115,16 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
     let mut found: Vec<(Option<ScopeId>, CallId, Diagnostic)> = Vec::new();
     // Functions reported as a whole: a call into one from another region is reported
     // there, not again at the call site.
+    let named_kinds: std::collections::HashMap<ScopeId, &'static str> = model
+        .scopes
+        .ids()
+        .filter(|&s| model.scope(s).is_function())
+        .filter_map(|s| named_context(model, &fx, s).map(|k| (s, k)))
+        .collect();
     let named_fns: Vec<ScopeId> = model
         .scopes
         .ids()
-        .filter(|&s| model.scope(s).is_function() && named_context(model, &fx, s).is_some())
+        .filter(|s| named_kinds.contains_key(s))
         .collect();
     // Loops over evaluation data, found once (not once per function).
     let all_eval_loops: Vec<(Option<ScopeId>, LoopId)> = model
@@ -144,9 +150,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         .chain(std::iter::once(None));
     for f in functions {
         let calls = model.calls_of_function(f);
-        let named = f
-            .filter(|f| named_fns.contains(f))
-            .and_then(|f| named_context(model, &fx, f));
+        let named = f.and_then(|f| named_kinds.get(&f).copied());
         // `model.eval()` ... `model.train()` regions: (start, end, model text).
         let mut regions: Vec<(usize, usize, &str)> = Vec::new();
         for &i in &calls {
@@ -728,6 +732,10 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
     let mut reads = 0;
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
+        // Nothing that ends before the binding can read it.
+        if n.end_byte() < after {
+            continue;
+        }
         if n.kind() == "identifier" && n.start_byte() >= after && bound.contains(&model.text(n)) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {
