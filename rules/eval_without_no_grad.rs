@@ -730,19 +730,14 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
     let after = p.end_byte();
     let cuts = rebound_at(model, p, body, &bound);
     let mut reads = 0;
-    let mut stack = vec![body];
-    while let Some(n) = stack.pop() {
-        // Nothing that ends before the binding can read it.
-        if n.end_byte() < after {
-            continue;
-        }
-        if n.kind() == "identifier" && n.start_byte() >= after && bound.contains(&model.text(n)) {
+    for &name in &bound {
+        for &n in model.identifiers_in(name, after..body.end_byte()) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {
                 continue;
             }
             // Read after a rebinding in the same block: the new value's business.
-            if cuts.iter().any(|&(name, at)| name == model.text(n) && n.start_byte() >= at) {
+            if cuts.iter().any(|&(c, at)| c == name && n.start_byte() >= at) {
                 continue;
             }
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
@@ -765,8 +760,6 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
                 },
             }
         }
-        let mut w = n.walk();
-        stack.extend(n.named_children(&mut w));
     }
     reads > 0
 }
@@ -776,10 +769,11 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
 fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound: &[&'a str]) -> Vec<(&'a str, usize)> {
     let block = |a: Node<'a>| a.parent().and_then(|s| s.parent()).map(|b| b.id());
     let mut cuts: Vec<(&'a str, usize)> = Vec::new();
-    let mut stack = vec![body];
-    while let Some(n) = stack.pop() {
-        if n.kind() == "identifier" && n.start_byte() >= p.end_byte() && is_assignment_target(n) {
-            let name = model.text(n);
+    for &name in bound {
+        for &n in model.identifiers_in(name, p.end_byte()..body.end_byte()) {
+            if !is_assignment_target(n) {
+                continue;
+            }
             let mut q = n;
             while let Some(up) = q.parent() {
                 q = up;
@@ -787,15 +781,13 @@ fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound:
                     break;
                 }
             }
-            if bound.contains(&name) && q.kind() == "assignment" && block(q) == block(p) {
+            if q.kind() == "assignment" && block(q) == block(p) {
                 match cuts.iter_mut().find(|(x, _)| *x == name) {
                     Some(c) => c.1 = c.1.min(q.end_byte()),
                     None => cuts.push((name, q.end_byte())),
                 }
             }
         }
-        let mut w = n.walk();
-        stack.extend(n.named_children(&mut w));
     }
     cuts
 }

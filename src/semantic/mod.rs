@@ -314,6 +314,8 @@ struct Memos<'a> {
     appended_params: OnceCell<FxHashMap<ScopeId, provenance::AppendedParameter<'a>>>,
     /// Methods (functions of a class body) by name.
     methods_by_name: OnceCell<FxHashMap<&'a str, Vec<ScopeId>>>,
+    /// Every identifier node of the file by its text, in source order.
+    identifiers: OnceCell<FxHashMap<&'a str, Vec<Node<'a>>>>,
     depth_exceeded: Cell<bool>,
     /// The names and `self.` attributes each function or class mentions, by the node
     /// id of that scope (one walk per scope, for every fix that asks how a name is used).

@@ -112,6 +112,39 @@ impl<'a> SemanticModel<'a> {
             .map_or(&[], Vec::as_slice)
     }
 
+    /// The identifier nodes spelled `name` that start in `range` (bytes), in source
+    /// order. Indexed once per file, so that a question about the later reads of a name
+    /// costs the reads of that name, not a walk of the rest of the file.
+    pub fn identifiers_in(&self, name: &str, range: std::ops::Range<usize>) -> &[Node<'a>] {
+        let all = self
+            .memo
+            .identifiers
+            .get_or_init(|| {
+                let mut by_name: FxHashMap<&'a str, Vec<Node<'a>>> = FxHashMap::default();
+                let mut cursor = self.root.walk();
+                'walk: loop {
+                    let n = cursor.node();
+                    if n.is_named() && n.kind() == "identifier" {
+                        by_name.entry(self.text(n)).or_default().push(n);
+                    }
+                    if cursor.goto_first_child() {
+                        continue;
+                    }
+                    while !cursor.goto_next_sibling() {
+                        if !cursor.goto_parent() {
+                            break 'walk;
+                        }
+                    }
+                }
+                by_name
+            })
+            .get(name)
+            .map_or(&[][..], Vec::as_slice);
+        let lo = all.partition_point(|n| n.start_byte() < range.start);
+        let hi = all.partition_point(|n| n.start_byte() < range.end);
+        &all[lo..hi.max(lo)]
+    }
+
     /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.
     pub fn binding_of(&self, expr: Node<'_>, site: Site) -> Option<&Binding<'a>> {
         self.resolve(expr, site, expr.start_byte())
