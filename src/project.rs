@@ -81,6 +81,10 @@ pub struct CallSummary {
     pub local: String,
     pub attr: Option<String>,
     pub no_grad: bool,
+    /// A call of the value that the call of `local`/`local.attr` returned: `step =
+    /// make_val_step(model); step(x)` runs the closure the factory hands back.
+    #[serde(default)]
+    pub result: bool,
 }
 
 /// What one file tells the others.
@@ -649,61 +653,50 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
     for call in &model.calls {
-        let f = call.function;
-        let (mut locals, attr): (Vec<&str>, Option<String>) = match f.kind() {
-            "identifier" => (vec![model.text(f)], None),
-            "attribute" => {
-                let (Some(o), Some(a)) = (
-                    f.child_by_field_name("object"),
-                    f.child_by_field_name("attribute"),
-                ) else {
-                    continue;
-                };
-                if o.kind() != "identifier" {
-                    continue;
-                }
-                // `gan = GAN(args); gan.visualize(...)`: a method of an instance of an
-                // imported class is a call of that class's method (of each class the
-                // name may be built from before the call, `gan = CGAN(args)` in another
-                // branch).
-                let mut locals = vec![model.text(o)];
-                if let Some(b) = model.binding_of(o, call.site) {
-                    let at = call.node.start_byte();
-                    locals.extend(
-                        model
-                            .local_bindings(b.owner, b.name)
-                            .filter(|b| {
-                                b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at
-                            })
-                            .filter_map(|b| {
-                                b.value
-                                    .map(crate::semantic::unwrap_parens)
-                                    .filter(|v| v.kind() == "call")
-                                    .and_then(|v| v.child_by_field_name("function"))
-                                    .filter(|f| f.kind() == "identifier")
-                                    .map(|f| model.text(f))
-                            }),
-                    );
-                }
-                (locals, Some(model.text(a).to_owned()))
-            }
-            _ => continue,
-        };
-        locals.retain(|l| imported.contains_key(l));
         // A call in another framework's code says nothing of PyTorch's grad mode.
-        if locals.is_empty() || model.foreign_framework_site(call.node) {
+        if model.foreign_framework_site(call.node) {
             continue;
         }
-        for local in locals {
-            s.calls.push(CallSummary {
-                local: local.to_owned(),
-                attr: attr.clone(),
-                no_grad: model.grad_mode(call.site) == GradMode::Disabled,
-            });
+        let no_grad = model.grad_mode(call.site) == GradMode::Disabled;
+        let mut push = |(mut locals, attr): (Vec<&str>, Option<String>), result: bool| {
+            locals.retain(|l| imported.contains_key(l));
+            for local in locals {
+                s.calls.push(CallSummary {
+                    local: local.to_owned(),
+                    attr: attr.clone(),
+                    no_grad,
+                    result,
+                });
+            }
+        };
+        let Some(target) = callee_locals(model, call.function, call.site, call.node.start_byte())
+        else {
+            continue;
+        };
+        // `validate = rvae.validater(loader); validate(...)`: calling a name bound to
+        // what a project factory returned runs the closure that factory hands back.
+        if call.function.kind() == "identifier" && !imported.contains_key(target.0[0]) {
+            if let Some(b) = model.binding_of(call.function, call.site) {
+                let at = call.node.start_byte();
+                let factories: Vec<_> = model
+                    .local_bindings(b.owner, b.name)
+                    .filter(|b| b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at)
+                    .filter_map(|b| b.value.map(crate::semantic::unwrap_parens))
+                    .filter(|v| v.kind() == "call")
+                    .filter_map(|v| {
+                        callee_locals(model, v.child_by_field_name("function")?, call.site, at)
+                    })
+                    .collect();
+                for f in factories {
+                    push(f, true);
+                }
+            }
         }
+        push(target, false);
     }
-    s.calls
-        .sort_by(|a, b| (&a.local, &a.attr, a.no_grad).cmp(&(&b.local, &b.attr, b.no_grad)));
+    s.calls.sort_by(|a, b| {
+        (&a.local, &a.attr, a.result, a.no_grad).cmp(&(&b.local, &b.attr, b.result, b.no_grad))
+    });
     s.calls.dedup();
     s.self_calls = model
         .calls
@@ -722,6 +715,57 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
     s
+}
+
+/// The names a call of `f` may reach, as other files define them: `local` for
+/// `local(...)`, and for `obj.attr(...)` the receiver's name and each class it may be
+/// built from before `at` (`gan = GAN(args); gan.visualize(...)`, `gan = CGAN(args)` in
+/// another branch), with `attr`.
+fn callee_locals<'s>(
+    model: &SemanticModel<'s>,
+    f: Node<'_>,
+    site: crate::semantic::Site,
+    at: usize,
+) -> Option<(Vec<&'s str>, Option<String>)> {
+    match f.kind() {
+        "identifier" => Some((vec![model.text(f)], None)),
+        "attribute" => {
+            let o = f.child_by_field_name("object")?;
+            let a = f.child_by_field_name("attribute")?;
+            if o.kind() != "identifier" {
+                return None;
+            }
+            let mut locals = vec![model.text(o)];
+            if let Some(b) = model.binding_of(o, site) {
+                locals.extend(
+                    model
+                        .local_bindings(b.owner, b.name)
+                        .filter(|b| {
+                            b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at
+                        })
+                        .filter_map(|b| {
+                            b.value
+                                .map(crate::semantic::unwrap_parens)
+                                .filter(|v| v.kind() == "call")
+                                .and_then(|v| v.child_by_field_name("function"))
+                                .filter(|f| f.kind() == "identifier")
+                                .map(|f| model.text(f))
+                        }),
+                );
+            }
+            Some((locals, Some(model.text(a).to_owned())))
+        }
+        _ => None,
+    }
+}
+
+/// The name other files give the closure `f` that its enclosing function returns:
+/// the enclosing function's [`qualname`] followed by `()` (`RVAE.validater()`).
+pub fn closure_name(model: &SemanticModel<'_>, f: ScopeId) -> Option<String> {
+    if !model.is_returned_closure(f) {
+        return None;
+    }
+    Some(format!("{}()", qualname(model, model.scopes[f].parent?)?))
 }
 
 fn finish_imports(s: &mut FileSummary) {
@@ -1038,6 +1082,11 @@ impl ProjectIndex {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
                 }
+                // The closure this function returns, called where its result went.
+                let result = format!("{}()", func.name);
+                if let Some(&all) = callers.get(&(p.clone(), result.clone())) {
+                    f.external_callers.insert(result, all);
+                }
             }
             for i in &s.imports {
                 let Some(name) = &i.name else { continue };
@@ -1248,6 +1297,20 @@ impl Resolver<'_> {
 
     /// The (file, function name) a call of an imported name reaches.
     fn call_target(
+        &self,
+        from: &Path,
+        s: &FileSummary,
+        call: &CallSummary,
+    ) -> Option<(PathBuf, String)> {
+        let (file, name) = self.callee(from, s, call)?;
+        Some(if call.result {
+            (file, format!("{name}()"))
+        } else {
+            (file, name)
+        })
+    }
+
+    fn callee(
         &self,
         from: &Path,
         s: &FileSummary,

@@ -44,8 +44,11 @@ impl<'a> SemanticModel<'a> {
             .filter(|&c| !self.foreign_framework_site(self.calls[c].node))
             .collect();
         // Callers in other files of the project: whether every one runs under no_grad.
+        // A closure a factory returns is called in other files wherever the factory's
+        // result went (`validate = rvae.validater(loader); validate(...)`).
         let external = self.project().and_then(|p| {
-            let name = crate::project::qualname(self, f)?;
+            let name = crate::project::qualname(self, f)
+                .or_else(|| crate::project::closure_name(self, f))?;
             p.external_caller(&name)
         });
         // A closure its factory returns (`def make_val_step(model): def step(x): ...;
