@@ -64,6 +64,10 @@ pub struct FnSummary {
     /// device (`"cuda"` or `"cpu"`).
     #[serde(default)]
     pub returns_device: Option<String>,
+    /// Module-level functions only: every `return` hands back a module that froze
+    /// its own parameters when built.
+    #[serde(default)]
+    pub returns_frozen: bool,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -101,6 +105,9 @@ pub struct FileSummary {
     /// Method names called on `self` (`self.sample_latent(...)`).
     #[serde(default)]
     pub self_calls: Vec<String>,
+    /// Module-level module classes that freeze their own parameters when built.
+    #[serde(default)]
+    pub frozen_classes: Vec<String>,
 }
 
 /// What one file needs from the rest of the project.
@@ -124,6 +131,9 @@ pub struct FileFacts {
     pub param_returning_imports: BTreeMap<String, u32>,
     /// Imported names that are project functions returning a model on a known device.
     pub placing_imports: BTreeMap<String, String>,
+    /// Imported names that build a module frozen from the start: a project class that
+    /// freezes its own parameters, or a function returning one.
+    pub frozen_imports: BTreeSet<String>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -189,6 +199,7 @@ pub enum FactQuery {
     TrainingMethod(String),
     ReturnedParam(String),
     PlacingImport(String),
+    FrozenImport(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -222,6 +233,7 @@ impl FactQuery {
             FactQuery::PlacingImport(n) => {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
+            FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
         }
     }
 
@@ -329,6 +341,12 @@ impl<'m> Facts<'m> {
     pub fn returned_param(&self, name: &str) -> Option<u32> {
         self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
         self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// Whether the imported name `name` builds a module frozen from the start.
+    pub fn frozen_import(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::FrozenImport(name.to_owned()));
+        self.facts.frozen_imports.contains(name)
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -588,6 +606,9 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             && model.is_module_class(id)
         {
             s.module_classes.push(scope.name.to_owned());
+            if model.freezes_itself(id) {
+                s.frozen_classes.push(scope.name.to_owned());
+            }
         }
         let Some(name) = qualname(model, id) else {
             continue;
@@ -649,6 +670,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             } else {
                 None
             },
+            returns_frozen: scope.class.is_none()
+                && !scope.returns.is_empty()
+                && scope
+                    .returns
+                    .iter()
+                    .filter(|(e, _)| e.kind() != "none")
+                    .all(|&(e, site)| model.frozen_module(e, site)),
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -1113,6 +1141,14 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                    }
+                    if ts.frozen_classes.contains(&def)
+                        || ts
+                            .functions
+                            .iter()
+                            .any(|g| g.name == def && !g.method && g.returns_frozen)
+                    {
+                        f.frozen_imports.insert(i.local.clone());
                     }
                     if let Some(k) = ts
                         .functions
