@@ -49,10 +49,28 @@ declare_rule! {
 }
 
 fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    for call in &model.calls {
+    for (id, call) in model.calls.iter_enumerated() {
         let Some((container, method)) = model.method_call(call) else {
             continue;
         };
+        // `agent.put_data(transition)` where `put_data` appends its parameter to
+        // `self.data`: the receiver keeps the argument.
+        if let Some(ap) = model
+            .resolve_call(id)
+            .and_then(|f| model.appended_parameter(f))
+        {
+            // The class backpropagating through its list (REINFORCE's episode buffer,
+            // reset after `train_net`) keeps the graphs on purpose.
+            let used = model.flows_into_backward(ap.list, ap.site)
+                || model.read_by_numpy(ap.list, ap.site);
+            if let Some(value) = model.positional_args(call.node).nth(ap.position as usize) {
+                if !used {
+                    let target = format!("{}.{}", model.text(container), ap.attr);
+                    report(model, container, &target, value, call.node, call.site, out);
+                }
+            }
+            continue;
+        }
         if !names::GROWTH_METHODS.contains(&method) {
             continue;
         }
@@ -62,7 +80,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             _ => model.positional_args(call.node).next(),
         };
         let Some(value) = value else { continue };
-        report(model, container, value, call.node, call.site, out);
+        report(model, container, model.text(container), value, call.node, call.site, out);
     }
     for a in &model.assignments {
         let target = unwrap_parens(a.target);
@@ -73,20 +91,20 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             // iteration (`memory[:, t] = h`) grows what is kept.
             (AssignOp::Plain, "subscript") if !constant_key(target) => {
                 if let Some(container) = target.field("value") {
-                    report(model, container, a.value, a.node, a.site, out);
+                    report(model, container, model.text(container), a.value, a.node, a.site, out);
                 }
             }
             // `losses += [loss]`
             (AssignOp::Augmented("+="), _)
                 if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") =>
             {
-                report(model, target, a.value, a.node, a.site, out);
+                report(model, target, model.text(target), a.value, a.node, a.site, out);
             }
             _ => {}
         }
         // `predictions = torch.cat((predictions, output))`
         for piece in model.concatenated_onto_self(a) {
-            report(model, target, piece, a.node, a.site, out);
+            report(model, target, model.text(target), piece, a.node, a.site, out);
         }
     }
 }
@@ -94,6 +112,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
 fn report(
     model: &SemanticModel<'_>,
     container: Node<'_>,
+    target: &str,
     value: Node<'_>,
     at: Node<'_>,
     site: Site,
@@ -123,7 +142,6 @@ fn report(
     } else {
         format!("`{what}`")
     };
-    let target = model.text(container);
     // A value derived from an accumulator carries the graph that line builds up.
     let related = model
         .graph_accumulation(value, site)

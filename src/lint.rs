@@ -355,7 +355,7 @@ fn lint_file_unguarded(
         return report;
     };
     if path.ends_with(".ipynb") {
-        return lint_notebook(report, &text, rules, opts);
+        return lint_notebook(report, &text, rules, opts, facts);
     }
     lint_text(report, text, rules, opts, facts)
 }
@@ -387,6 +387,7 @@ fn lint_notebook(
     raw: &str,
     rules: &[&'static Rule],
     opts: LintOptions,
+    facts: Option<Arc<FileFacts>>,
 ) -> FileReport {
     let nb = match Notebook::parse(raw) {
         Ok(nb) => nb,
@@ -398,7 +399,8 @@ fn lint_notebook(
             return report;
         }
     };
-    let mut report = lint_text(report, nb.source.clone(), rules, opts, None);
+    let mut report = lint_text(report, nb.source.clone(), rules, opts, facts);
+    let module_findings = lint_written_files(&mut report, &nb, rules, opts);
     let has_syntax_error = report
         .warnings
         .iter()
@@ -439,7 +441,59 @@ fn lint_notebook(
         f.end_line = e.line;
         f.end_column = e.column + usize::from(f.range.1 > f.range.0);
     }
+    if module_findings {
+        report
+            .findings
+            .sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
+        report.source = Some(Arc::from(nb.display_source()));
+    }
     report
+}
+
+/// Lints each `%%writefile name.py` cell as a module of its own and adds what it finds
+/// to `report`, with ranges (and syntax errors' lines) in the notebook's concatenated
+/// source. Whether any finding came from such a cell.
+fn lint_written_files(
+    report: &mut FileReport,
+    nb: &Notebook,
+    rules: &[&'static Rule],
+    opts: LintOptions,
+) -> bool {
+    if nb.written.is_empty() {
+        return false;
+    }
+    let lines = LineIndex::new(&nb.source);
+    let mut found = false;
+    for w in &nb.written {
+        let sub = lint_text(
+            FileReport {
+                path: report.path.clone(),
+                ..Default::default()
+            },
+            w.text.clone(),
+            rules,
+            opts,
+            None,
+        );
+        // The cell starts a line of the concatenated source: columns stay, lines shift.
+        let first_line = lines.line_col(&nb.source, w.start).line;
+        for mut f in sub.findings {
+            f.range = (f.range.0 + w.start, f.range.1 + w.start);
+            for r in &mut f.related {
+                r.range = (r.range.0 + w.start, r.range.1 + w.start);
+            }
+            report.findings.push(f);
+            found = true;
+        }
+        for mut warn in sub.warnings {
+            if let FileWarning::Syntax { line, .. } = &mut warn {
+                *line += first_line - 1;
+            }
+            report.warnings.push(warn);
+        }
+        report.errors.extend(sub.errors);
+    }
+    found
 }
 
 /// Lints decoded Python source.

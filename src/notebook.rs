@@ -27,6 +27,22 @@ pub struct Notebook {
     raw_offset: Vec<usize>,
     /// The code cells: (cell number, 1-based; byte offset in `source` where it starts).
     cells: Vec<(usize, usize)>,
+    /// The `%%writefile name.py` cells: files of their own, blanked in `source`.
+    pub written: Vec<WrittenFile>,
+}
+
+/// A `%%writefile name.py` cell: the notebook writes a Python module that a later cell
+/// or a shell command runs, so it is linted as a module of its own, not as part of the
+/// notebook's namespace.
+#[derive(Debug)]
+pub struct WrittenFile {
+    /// The file name as the magic gives it.
+    pub name: String,
+    /// Where the cell starts in [`Notebook::source`].
+    pub start: usize,
+    /// The cell's code with the magic line blanked: as long as the cell's bytes in
+    /// `source`, so offsets in it shifted by `start` are offsets there.
+    pub text: String,
 }
 
 /// Where a position in the concatenated source lies in the notebook.
@@ -94,6 +110,7 @@ impl Notebook {
             source: String::new(),
             raw_offset: Vec::new(),
             cells: Vec::new(),
+            written: Vec::new(),
         };
         for (n, cell) in cells.iter().enumerate() {
             let Json::Obj(cell) = cell else { continue };
@@ -117,6 +134,13 @@ impl Notebook {
             }
             let end_raw = map.last().map_or(0, |&o| o + 1);
             nb.cells.push((n + 1, nb.source.len()));
+            if let Some((name, module)) = written_module(&text) {
+                nb.written.push(WrittenFile {
+                    name,
+                    start: nb.source.len(),
+                    text: module,
+                });
+            }
             blank_ipython(&mut text);
             nb.source.push_str(&text);
             nb.raw_offset.extend_from_slice(&map);
@@ -139,6 +163,18 @@ impl Notebook {
             .unwrap_or(0)
     }
 
+    /// The source with each `%%writefile` cell's code in place of its blanked text: what
+    /// the snippets of findings in those cells are read from.
+    pub fn display_source(&self) -> String {
+        let mut s = self.source.clone();
+        for w in &self.written {
+            if s.is_char_boundary(w.start) && s.is_char_boundary(w.start + w.text.len()) {
+                s.replace_range(w.start..w.start + w.text.len(), &w.text);
+            }
+        }
+        s
+    }
+
     pub fn index(&self) -> CellIndex {
         let lines = LineIndex::new(&self.source);
         CellIndex {
@@ -149,6 +185,31 @@ impl Notebook {
                 .collect(),
         }
     }
+}
+
+/// A `%%writefile [-a] name.py` cell: the file name, and the cell's text with the magic
+/// line turned into spaces (same length). Files that are not Python (`requirements.txt`,
+/// a YAML config) are not modules.
+fn written_module(text: &str) -> Option<(String, String)> {
+    let lead = text.len() - text.trim_start().len();
+    let rest = &text[lead..];
+    let magic = rest.split(['\n', '\r']).next().unwrap_or("");
+    let mut words = magic.split_whitespace();
+    if words.next() != Some("%%writefile") {
+        return None;
+    }
+    let name = words
+        .rfind(|w| !w.starts_with('-'))?
+        .trim_matches(['"', '\'']);
+    if !name.ends_with(".py") {
+        return None;
+    }
+    let end = lead + magic.len();
+    let mut module = String::with_capacity(text.len());
+    module.push_str(&text[..lead]);
+    module.extend(std::iter::repeat_n(' ', magic.len()));
+    module.push_str(&text[end..]);
+    Some((name.to_owned(), module))
 }
 
 /// Replaces IPython-only lines by `pass` (same byte length or shorter, padded by
@@ -452,6 +513,18 @@ mod tests {
         assert_eq!(&NB[raw..raw + 4], "loss");
         let imp = nb.source.find("import").unwrap();
         assert_eq!(&NB[nb.raw_offset(imp)..nb.raw_offset(imp) + 6], "import");
+    }
+
+    #[test]
+    fn writefile_cells_are_modules_of_the_same_length() {
+        let (name, m) = written_module("\n%%writefile -a 'app.py'\nx = 1\n").unwrap();
+        assert_eq!(name, "app.py");
+        assert_eq!(m.len(), "\n%%writefile -a 'app.py'\nx = 1\n".len());
+        assert_eq!(m.trim(), "x = 1");
+        assert!(written_module("%%writefile requirements.txt\ntorch\n").is_none());
+        assert!(written_module("%%writefile\n").is_none());
+        assert!(written_module("%%bash\necho a.py\n").is_none());
+        assert!(written_module("x = 1  # %%writefile a.py\n").is_none());
     }
 
     #[test]

@@ -909,6 +909,15 @@ impl ProjectIndex {
         summaries: &dyn SummaryStore,
         visit: &(dyn Fn(&Path, Summarized<'_, '_>) -> Option<T> + Sync),
     ) -> (ProjectIndex, Vec<(PathBuf, T)>) {
+        let (notebooks, files): (Vec<&PathBuf>, Vec<&PathBuf>) = files
+            .iter()
+            .partition(|p| p.extension().is_some_and(|e| e == "ipynb"));
+        // Notebooks are summarized from their code cells, and each `%%writefile name.py`
+        // cell as the file it writes; they are linted later, with the joined facts.
+        let written: Vec<(PathBuf, FileSummary)> = notebooks
+            .par_iter()
+            .flat_map_iter(|p| notebook_summaries(p))
+            .collect();
         let mut summarized: Vec<(PathBuf, FileSummary, Option<T>)> = files
             .par_iter()
             .filter_map(|p| {
@@ -953,7 +962,15 @@ impl ProjectIndex {
                 Some((path, s, seen))
             })
             .collect();
+        // A file on disk wins over a notebook cell that would write it.
+        let on_disk: BTreeSet<PathBuf> = summarized.iter().map(|x| x.0.clone()).collect();
+        for (p, s) in written {
+            if !on_disk.contains(&p) {
+                summarized.push((p, s, None));
+            }
+        }
         summarized.sort_by(|a, b| a.0.cmp(&b.0));
+        summarized.dedup_by(|a, b| a.0 == b.0);
         let mut seen = Vec::new();
         let summarized = summarized
             .into_iter()
@@ -1203,6 +1220,38 @@ impl Projects {
     pub fn facts_for(&self, path: &Path) -> Option<Arc<FileFacts>> {
         self.0.iter().find_map(|p| p.facts_for(path))
     }
+}
+
+/// The summaries a notebook contributes: its code cells under its own path, and each
+/// `%%writefile name.py` cell under the path it writes (beside the notebook).
+fn notebook_summaries(p: &Path) -> Vec<(PathBuf, FileSummary)> {
+    let Ok(bytes) = crate::source::read_file(p, crate::source::DEFAULT_MAX_FILE_SIZE) else {
+        return Vec::new();
+    };
+    let raw = crate::source::SourceText::decode(&bytes).text;
+    let Ok(nb) = crate::notebook::Notebook::parse(&raw) else {
+        return Vec::new();
+    };
+    let path = canon(p);
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut out = Vec::new();
+    if let Some(s) = catch_quietly(|| summarize_text(&nb.source)).ok().flatten() {
+        out.push((path.clone(), s));
+    }
+    for w in &nb.written {
+        let rel = Path::new(&w.name);
+        // Only a plain relative path beside the notebook: no `..`, no absolute path.
+        if !rel
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        if let Some(s) = catch_quietly(|| summarize_text(&w.text)).ok().flatten() {
+            out.push((dir.join(rel), s));
+        }
+    }
+    out
 }
 
 fn canon(p: &Path) -> PathBuf {

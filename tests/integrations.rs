@@ -568,6 +568,131 @@ fn notebook_noqa_and_bad_json() {
         ));
 }
 
+/// A notebook that writes a serving module with `%%writefile` (a finding in it), a
+/// YAML file (not Python), and runs its own cells: the module is linted on its own, so
+/// its fresh `model` is not the notebook's dispatched one.
+fn writefile_notebook() -> String {
+    let nb = serde_json::json!({
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["from transformers import AutoModelForCausalLM\n",
+                        "model = AutoModelForCausalLM.from_pretrained(\"gpt2\", device_map=\"auto\")\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["%%writefile serve.py\n",
+                        "import torch\n",
+                        "from transformers import AutoModelForCausalLM\n",
+                        "\n",
+                        "class Predictor:\n",
+                        "    def setup(self):\n",
+                        "        self.model = AutoModelForCausalLM.from_pretrained(\"gpt2\", device_map=\"auto\")\n",
+                        "        self.model.to(\"cuda\")\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["%%writefile -a small.py\n",
+                        "def place(model):\n",
+                        "    model.to(\"cuda\")\n",
+                        "model.to(\"cuda\")\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["%%writefile config.yaml\n", "model: gpt2\n", "lr: [1e-4\n"]}
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+    });
+    serde_json::to_string_pretty(&nb).unwrap()
+}
+
+#[test]
+fn notebook_writefile_cells_are_modules() {
+    let t = tempfile::tempdir().unwrap();
+    let text = writefile_notebook();
+    write(t.path(), "deploy.ipynb", &text);
+    oomlint(t.path())
+        .args(["--format", "concise"])
+        .assert()
+        .code(1)
+        .stdout("deploy.ipynb:cell 2:8:9: OOM402 `self.model` was already placed by `device_map=\"auto\"` on line 7: moving it again duplicates weights or undoes offloading\n")
+        .stderr("");
+    oomlint(t.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("[deploy.ipynb:cell 2:8:9]"))
+        .stdout(predicate::str::contains(
+            "8 │         self.model.to(\"cuda\")",
+        ));
+    let out = oomlint(t.path())
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v[0];
+    let line = text
+        .lines()
+        .nth(f["line"].as_u64().unwrap() as usize - 1)
+        .unwrap();
+    let col = f["column"].as_u64().unwrap() as usize - 1;
+    let end = f["end_column"].as_u64().unwrap() as usize - 1;
+    assert_eq!(&line[col..end], "self.model.to(\\\"cuda\\\")");
+}
+
+/// A project in which a notebook writes `loader.py` with `%%writefile` and imports a
+/// helper of a file on disk: the project index sees the written file under its name
+/// (a script importing it learns where its model is placed), and the notebook's cells
+/// see the files beside them.
+#[test]
+fn notebooks_belong_to_the_project_index() {
+    let t = tempfile::tempdir().unwrap();
+    fs::create_dir_all(t.path().join(".git")).unwrap();
+    let nb = serde_json::json!({
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["%%writefile loader.py\n",
+                        "import torch\n",
+                        "from torch import nn\n",
+                        "\n",
+                        "def build_classifier():\n",
+                        "    net = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))\n",
+                        "    return net.cuda()\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": null, "outputs": [],
+             "source": ["from setup_model import make_encoder\n",
+                        "encoder = make_encoder()\n",
+                        "encoder.cuda()\n"]}
+        ],
+        "metadata": {}, "nbformat": 4, "nbformat_minor": 5
+    });
+    write(
+        t.path(),
+        "explore.ipynb",
+        &serde_json::to_string_pretty(&nb).unwrap(),
+    );
+    write(
+        t.path(),
+        "setup_model.py",
+        "import torch\nfrom torch import nn\n\n\ndef make_encoder():\n    enc = nn.Linear(16, 4).cuda()\n    return enc\n",
+    );
+    write(
+        t.path(),
+        "train.py",
+        "import torch\nfrom loader import build_classifier\n\nmodel = build_classifier()\nmodel.cuda()\n",
+    );
+    // A script that imports a module no notebook writes learns nothing.
+    write(
+        t.path(),
+        "other.py",
+        "import torch\nfrom missing import build_classifier\n\nmodel = build_classifier()\nmodel.cuda()\n",
+    );
+    let out = oomlint(t.path())
+        .args(["--format", "concise", "--select", "OOM402"])
+        .output()
+        .unwrap();
+    let lines: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(" `").next().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        lines,
+        ["explore.ipynb:cell 2:3:1: OOM402", "train.py:5:1: OOM402"]
+    );
+}
+
 // ---------------------------------------------------------------- README snippets
 
 /// The fenced block that follows the `<!-- ci: NAME` marker in the README.

@@ -341,7 +341,7 @@ fn project_index(
         let mut py: Vec<PathBuf> = py
             .into_iter()
             .chain(files.iter().map(|f| f.path.clone()))
-            .filter(|p| p.extension().is_some_and(|e| e == "py"))
+            .filter(|p| p.extension().is_some_and(|e| e == "py" || e == "ipynb"))
             .filter_map(|p| std::fs::canonicalize(p).ok())
             .filter(|p| p.starts_with(&root))
             .collect();

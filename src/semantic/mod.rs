@@ -34,6 +34,7 @@ pub mod names;
 pub mod optim;
 mod passes;
 mod provenance;
+pub use provenance::AppendedParameter;
 mod scopes;
 pub mod state;
 mod syntax;
@@ -303,6 +304,8 @@ struct Memos<'a> {
     /// By (function, element index or `u32::MAX` for the whole value).
     return_values: RefCell<FxHashMap<(ScopeId, u32), Memo>>,
     scope_grad: RefCell<IndexVec<ScopeId, Option<GradMode>>>,
+    /// Methods that grow a list held on `self` by one of their parameters.
+    appended_params: OnceCell<FxHashMap<ScopeId, provenance::AppendedParameter<'a>>>,
     /// Methods (functions of a class body) by name.
     methods_by_name: OnceCell<FxHashMap<&'a str, Vec<ScopeId>>>,
     depth_exceeded: Cell<bool>,

@@ -76,8 +76,75 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// The parameter that the method `f` appends to a list held on `self`, as its
+    /// position among a call's arguments (`self` not counted), and the attribute
+    /// (`def put_data(self, transition): self.data.append(transition)` gives `(0,
+    /// "data")`). A call of such a method stores its argument in the receiver, which
+    /// keeps it as long as the receiver lives: an append to the receiver's list.
+    pub fn appended_parameter(&self, f: ScopeId) -> Option<AppendedParameter<'a>> {
+        self.memo
+            .appended_params
+            .get_or_init(|| self.compute_appended_params())
+            .get(&f)
+            .copied()
+    }
+
+    fn compute_appended_params(&self) -> FxHashMap<ScopeId, AppendedParameter<'a>> {
+        let mut out = FxHashMap::default();
+        for call in &self.calls {
+            let Some((container, method)) = self.method_call(call) else {
+                continue;
+            };
+            if !names::GROWTH_METHODS.contains(&method) {
+                continue;
+            }
+            let f = call.site.scope;
+            let sc = self.scope(f);
+            let Some(me) = sc.self_param() else {
+                continue;
+            };
+            let container = unwrap_parens(container);
+            if container.kind() != "attribute"
+                || container.field("object").map(|o| self.text(o)) != Some(me)
+            {
+                continue;
+            }
+            let Some(attr) = container.field("attribute").map(|a| self.text(a)) else {
+                continue;
+            };
+            let value = match method {
+                "insert" => self.positional_args(call.node).nth(1),
+                _ => self.positional_args(call.node).next(),
+            };
+            let Some(value) = value
+                .map(unwrap_parens)
+                .filter(|v| v.kind() == "identifier")
+            else {
+                continue;
+            };
+            let name = self.text(value);
+            let Some(pos) = sc.params.iter().position(|&p| p == name).filter(|&i| i > 0) else {
+                continue;
+            };
+            // A parameter rebound in the method may no longer be what the caller passed.
+            let rebound = self.names.get(&NameKey::Local(f, name)).is_some_and(|bs| {
+                bs.iter()
+                    .any(|&b| self.bindings[b].kind != BindingKind::Parameter)
+            });
+            if !rebound {
+                out.entry(f).or_insert(AppendedParameter {
+                    position: (pos - 1) as u32,
+                    attr,
+                    list: container,
+                    site: call.site,
+                });
+            }
+        }
+        out
+    }
+
     /// Resolves a call to a same-file function or method.
-    pub(super) fn resolve_call(&self, call: CallId) -> Option<ScopeId> {
+    pub fn resolve_call(&self, call: CallId) -> Option<ScopeId> {
         let c = &self.calls[call];
         let f = c.function;
         match f.kind() {
@@ -769,14 +836,21 @@ impl<'a> SemanticModel<'a> {
             return true;
         }
         self.positional_args(call).any(|a| {
-            matches!(unwrap_parens(a).kind(), "identifier" | "attribute")
-                && self.eval(a, site, d) == Value::Module
+            let a = unwrap_parens(a);
+            // A NumPy array is no module input (`decoder(x.numpy())` decodes text).
+            let numpy = a.kind() == "call"
+                && a.field("function")
+                    .and_then(|f| f.field("attribute"))
+                    .is_some_and(|m| self.text(m) == "numpy");
+            numpy
+                || (matches!(a.kind(), "identifier" | "attribute")
+                    && self.eval(a, site, d) == Value::Module)
         })
     }
 
     /// Whether a call of something taken for a module is no forward: it passes no input
-    /// (`self.model.merge_adapter()`), or it is handed a module
-    /// (`quantizer.postprocess_model(model)`).
+    /// (`self.model.merge_adapter()`), it is handed a module
+    /// (`quantizer.postprocess_model(model)`), or a NumPy array.
     pub fn is_no_forward_call(&self, call: Node<'_>, site: Site) -> bool {
         self.no_forward_call(call, site, 0)
     }
@@ -1111,10 +1185,14 @@ impl<'a> SemanticModel<'a> {
                     }
                     "attribute" => {
                         let attr = n.field("attribute").map_or("", |a| self.text(a));
-                        if names::is_non_graph_attribute(attr) {
+                        let key = self.name_key(n, site.scope);
+                        // `self.data` that the class assigns (`self.data = []`) is its
+                        // own attribute, not a tensor's detached `.data`.
+                        let own = matches!(key, Some(k @ NameKey::Attr(..)) if self.names.contains_key(&k));
+                        if names::is_non_graph_attribute(attr) && !own {
                             continue;
                         }
-                        if let Some(k @ NameKey::Attr(..)) = self.name_key(n, site.scope) {
+                        if let Some(k @ NameKey::Attr(..)) = key {
                             if flow.attrs.insert(k) {
                                 for &b in self.names.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
                                     flow.mark(b);
@@ -1547,4 +1625,17 @@ impl<'a> SemanticModel<'a> {
     pub fn depth_limited(&self) -> bool {
         self.memo.depth_exceeded.get()
     }
+}
+
+/// A method that appends one of its parameters to a list held on `self`.
+#[derive(Clone, Copy, Debug)]
+pub struct AppendedParameter<'a> {
+    /// The parameter's position among a call's arguments (`self` not counted).
+    pub position: u32,
+    /// The attribute holding the list (`data` in `self.data.append(x)`).
+    pub attr: &'a str,
+    /// `self.data` at the append, and where the append is: what the class does with
+    /// the list (a backward over it, a NumPy read) is asked of it.
+    pub list: Node<'a>,
+    pub site: Site,
 }

@@ -610,7 +610,7 @@ impl<'a> SemanticModel<'a> {
                 let bd = &self.bindings[*b];
                 *st = match (certain, bd.index, bd.value) {
                     (true, None, Some(v)) => self.state_of_value(v, bd.site, key, *st, budget),
-                    (true, Some(_), Some(v)) => self.unpacked_state(v),
+                    (true, Some(i), Some(v)) => self.unpacked_state(v, i, budget),
                     // A rebinding on some paths only (`if distributed: model =
                     // wrap(model)`): what the paths with and without it agree on.
                     (false, None, Some(v)) if !st.is_none => {
@@ -750,11 +750,18 @@ impl<'a> SemanticModel<'a> {
 
     /// `model, opt = accelerator.prepare(model, opt)`: each prepared value is placed on
     /// the accelerator's device.
-    fn unpacked_state(&self, v: Node<'a>) -> ModelState<'a> {
+    ///
+    /// `model, preprocess = load(name, device="cuda")`: element `index` of what every
+    /// `return` of a same-file helper gives back, with a device that the helper took
+    /// as a parameter (`.to(device)`) read from the call's argument.
+    fn unpacked_state(&self, v: Node<'a>, index: u32, budget: &Cell<u32>) -> ModelState<'a> {
         let mut st = ModelState::default();
         let v = unwrap_parens(v);
         if v.kind() != "call" {
             return st;
+        }
+        if let Some(callee) = self.call_index(v).and_then(|i| self.resolve_call(i)) {
+            return self.returned_element_state(v, callee, index, budget);
         }
         let Some(f) = v.field("function").filter(|f| f.kind() == "attribute") else {
             return st;
@@ -769,6 +776,77 @@ impl<'a> SemanticModel<'a> {
             }
         }
         st
+    }
+
+    /// The state of element `index` of every tuple that the helper `callee` returns to
+    /// the call `call`; a device held in one of the helper's parameters is the device
+    /// the call passes (or the parameter's default).
+    fn returned_element_state(
+        &self,
+        call: Node<'a>,
+        callee: ScopeId,
+        index: u32,
+        budget: &Cell<u32>,
+    ) -> ModelState<'a> {
+        let sc = self.scope(callee);
+        let mut merged: Option<ModelState<'a>> = None;
+        for &(ret, ret_site) in &sc.returns {
+            let r = unwrap_parens(ret);
+            if !matches!(r.kind(), "tuple" | "expression_list") {
+                return ModelState::default();
+            }
+            let mut c = r.walk();
+            let Some(item) = r
+                .named_children(&mut c)
+                .filter(|n| n.kind() != "comment")
+                .nth(index as usize)
+            else {
+                return ModelState::default();
+            };
+            let mut st = self.expr_state(unwrap_parens(item), ret_site, item.start_byte(), budget);
+            if let Some(Fact {
+                value: Device::Var(name, _),
+                ..
+            }) = st.device
+            {
+                st.device = self
+                    .parameter_device(call, callee, name)
+                    .map(|d| Fact { value: d, at: call });
+            }
+            merged = Some(merged.map_or(st, |m| meet(m, st)));
+        }
+        merged.unwrap_or_default()
+    }
+
+    /// The device that the call `call` of `callee` binds to its parameter `name`: the
+    /// argument passed, else the parameter's default. `None` when `name` is not a
+    /// parameter or the value is not a known device.
+    fn parameter_device(&self, call: Node<'a>, callee: ScopeId, name: &str) -> Option<Device<'a>> {
+        let sc = self.scope(callee);
+        let pos = sc.params.iter().position(|&p| p == name)?;
+        let skip = usize::from(sc.self_param().is_some());
+        let arg = self.keyword_arg(call, name).or_else(|| {
+            pos.checked_sub(skip)
+                .and_then(|p| self.positional_args(call).nth(p))
+        });
+        let site = self.calls[self.call_index(call)?].site;
+        let value = match arg {
+            Some(a) => a,
+            None => {
+                // The default: `def load(name, device="cuda")`.
+                let params = sc.node.child_by_field_name("parameters")?;
+                let mut c = params.walk();
+                let found = params.named_children(&mut c).find(|p| {
+                    matches!(p.kind(), "default_parameter" | "typed_default_parameter")
+                        && p.child_by_field_name("name").map(|n| self.text(n)) == Some(name)
+                });
+                found?.child_by_field_name("value")?
+            }
+        };
+        match self.classify_to_arg(value, site) {
+            Arg::Device(Some(d @ (Device::Cuda(_) | Device::Cpu))) => Some(d),
+            _ => None,
+        }
     }
 
     /// `X.from_pretrained(..., torch_dtype=D, device_map=M)` or `torch.load(..., map_location=L)`.
