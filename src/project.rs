@@ -681,32 +681,18 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
     for call in &model.calls {
-        // A call in another framework's code says nothing of PyTorch's grad mode.
-        if model.foreign_framework_site(call.node) {
-            continue;
-        }
-        let no_grad = model.grad_mode(call.site) == GradMode::Disabled;
-        let mut push = |(mut locals, attr): (Vec<&str>, Option<String>), result: bool| {
-            locals.retain(|l| imported.contains_key(l));
-            for local in locals {
-                s.calls.push(CallSummary {
-                    local: local.to_owned(),
-                    attr: attr.clone(),
-                    no_grad,
-                    result,
-                });
-            }
-        };
-        let Some(target) = callee_locals(model, call.function, call.site, call.node.start_byte())
+        let Some(mut target) =
+            callee_locals(model, call.function, call.site, call.node.start_byte())
         else {
             continue;
         };
         // `validate = rvae.validater(loader); validate(...)`: calling a name bound to
         // what a project factory returned runs the closure that factory hands back.
+        let mut factories = Vec::new();
         if call.function.kind() == "identifier" && !imported.contains_key(target.0[0]) {
             if let Some(b) = model.binding_of(call.function, call.site) {
                 let at = call.node.start_byte();
-                let factories: Vec<_> = model
+                factories = model
                     .local_bindings(b.owner, b.name)
                     .filter(|b| b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at)
                     .filter_map(|b| b.value.map(crate::semantic::unwrap_parens))
@@ -715,12 +701,34 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                         callee_locals(model, v.child_by_field_name("function")?, call.site, at)
                     })
                     .collect();
-                for f in factories {
-                    push(f, true);
-                }
             }
         }
-        push(target, false);
+        target.0.retain(|l| imported.contains_key(l));
+        for f in &mut factories {
+            f.0.retain(|l| imported.contains_key(l));
+        }
+        // A call in another framework's code says nothing of PyTorch's grad mode. (Asked
+        // only of calls that reach the project: it walks up the tree.)
+        if (target.0.is_empty() && factories.iter().all(|f| f.0.is_empty()))
+            || model.foreign_framework_site(call.node)
+        {
+            continue;
+        }
+        let no_grad = model.grad_mode(call.site) == GradMode::Disabled;
+        let targets = factories
+            .into_iter()
+            .map(|f| (f, true))
+            .chain(std::iter::once((target, false)));
+        for ((locals, attr), result) in targets {
+            for local in locals {
+                s.calls.push(CallSummary {
+                    local: local.to_owned(),
+                    attr: attr.clone(),
+                    no_grad,
+                    result,
+                });
+            }
+        }
     }
     s.calls.sort_by(|a, b| {
         (&a.local, &a.attr, a.result, a.no_grad).cmp(&(&b.local, &b.attr, b.result, b.no_grad))
