@@ -38,6 +38,7 @@ declare_rule! {
         code: "OOM204",
         name: "eval-outputs-kept-on-device",
         severity: Severity::Warning,
+        fix: FixAvailability::None,
         check,
         prefilter: |s| {
             (s.data_loop || s.while_loop)

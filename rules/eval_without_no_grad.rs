@@ -51,10 +51,24 @@ declare_rule! {
     ///     ...
     /// ```
     /// or wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`).
+    ///
+    /// ## Fix safety
+    /// For an evaluation function, the fix adds `@torch.no_grad()` (spelled as the file
+    /// imports torch: `@t.no_grad()`, `@no_grad()`). It is safe when nothing the
+    /// function hands back can reach a backward pass anywhere in the project: every
+    /// `return` gives a detached value (a number, `.item()`, `.cpu().numpy()`), it
+    /// yields nothing, stores no graph through a parameter or `self`, and asks for no
+    /// gradient itself; otherwise a caller might backpropagate through its result, and
+    /// the fix is unsafe. For a loop after `model.eval()` or over evaluation data, the
+    /// fix wraps the loop in `with torch.no_grad():`, re-indented with the file's
+    /// indentation unit (lines inside a multi-line string are left as they are); it is
+    /// always unsafe, since code after the loop may use the outputs it produced. A file
+    /// that does not import torch gains `import torch`.
     pub static EVAL_WITHOUT_NO_GRAD = Rule {
         code: "OOM301",
         name: "eval-without-no-grad",
         severity: Severity::Error,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| {
             s.graph_source()
@@ -101,10 +115,16 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
     let mut found: Vec<(Option<ScopeId>, CallId, Diagnostic)> = Vec::new();
     // Functions reported as a whole: a call into one from another region is reported
     // there, not again at the call site.
+    let named_kinds: std::collections::HashMap<ScopeId, &'static str> = model
+        .scopes
+        .ids()
+        .filter(|&s| model.scope(s).is_function())
+        .filter_map(|s| named_context(model, &fx, s).map(|k| (s, k)))
+        .collect();
     let named_fns: Vec<ScopeId> = model
         .scopes
         .ids()
-        .filter(|&s| model.scope(s).is_function() && named_context(model, &fx, s).is_some())
+        .filter(|s| named_kinds.contains_key(s))
         .collect();
     // Loops over evaluation data, found once (not once per function).
     let all_eval_loops: Vec<(Option<ScopeId>, LoopId)> = model
@@ -130,9 +150,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         .chain(std::iter::once(None));
     for f in functions {
         let calls = model.calls_of_function(f);
-        let named = f
-            .filter(|f| named_fns.contains(f))
-            .and_then(|f| named_context(model, &fx, f));
+        let named = f.and_then(|f| named_kinds.get(&f).copied());
         // `model.eval()` ... `model.train()` regions: (start, end, model text).
         let mut regions: Vec<(usize, usize, &str)> = Vec::new();
         for &i in &calls {
@@ -319,7 +337,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 ),
                 help: "wrap the loop in `with torch.no_grad():` (or `torch.inference_mode()`), or decorate the function with `@torch.no_grad()`".to_owned(),
                 pattern: Pattern::GradEnabledEval,
-                fix: None,
+                fix: no_grad_fix(model, ctx, f, first),
                 related: Vec::new(),
             }));
         }
@@ -333,6 +351,57 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             .filter(|(_, first, _)| !model.callee(*first).is_some_and(|g| reported.contains(&Some(g))))
             .map(|(_, _, d)| d),
     );
+}
+
+/// The fix of a region: `@torch.no_grad()` on an evaluation function (safe when
+/// nothing it hands back can reach a backward pass, in this file or another: it
+/// returns only detached values, stores no graph outside itself, and asks for no
+/// gradient), or its loop wrapped in `with torch.no_grad():` (unsafe: code after the
+/// loop in the region may still want the graph). `torch` is spelled as the file
+/// imports it; a file that does not import it gains `import torch`.
+fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, first: CallId) -> Option<Fix> {
+    let (no_grad, import) = match model.torch_spelling("no_grad") {
+        Some(s) => (s, None),
+        None => ("torch.no_grad".to_owned(), Some(model.import_torch()?)),
+    };
+    let (mut edits, safe, title) = match ctx {
+        Region::Function => {
+            let f = f?;
+            let def = model.scope(f).node;
+            let edit = model.insert_line_before(def, &format!("@{no_grad}()"))?;
+            let safe = !model.outputs_may_reach_backward(f) && !function_wants_grad(model, Some(f));
+            let title = format!("Decorate `{}` with `@{no_grad}()`", model.scope(f).name);
+            (vec![edit], safe, title)
+        }
+        Region::Loop(l) | Region::Inference(l) => {
+            let edits = model.wrap_in(model.loop_(l).node, &format!("with {no_grad}():"))?;
+            (edits, false, format!("Wrap the loop in `with {no_grad}():`"))
+        }
+        Region::AfterEval(start, _, _) | Region::AfterTraining(start, _) => {
+            // The outermost loop of the region that holds the forward.
+            let mut l = model.calls[first].site.loop_?;
+            while let Some(p) = model.loop_(l).parent {
+                if model.loop_(p).node.start_byte() < start {
+                    break;
+                }
+                l = p;
+            }
+            if model.loop_(l).node.start_byte() < start {
+                return None;
+            }
+            let edits = model.wrap_in(model.loop_(l).node, &format!("with {no_grad}():"))?;
+            (edits, false, format!("Wrap the loop in `with {no_grad}():`"))
+        }
+        // A branch inside a training loop, or a whole routine behind a flag: no block
+        // of its own to wrap without restructuring the code.
+        Region::FlagEval | Region::Branch(..) => return None,
+    };
+    edits.extend(import);
+    Some(if safe {
+        Fix::safe(title, edits)
+    } else {
+        Fix::unsafe_(title, edits)
+    })
 }
 
 /// Outermost loops that ask for no gradient, in their body or in the same-file
@@ -663,6 +732,10 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
     let mut reads = 0;
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
+        // Nothing that ends before the binding can read it.
+        if n.end_byte() < after {
+            continue;
+        }
         if n.kind() == "identifier" && n.start_byte() >= after && bound.contains(&model.text(n)) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {

@@ -43,6 +43,7 @@ declare_rule! {
         code: "OOM403",
         name: "load-then-convert",
         severity: Severity::Warning,
+        fix: FixAvailability::None,
         check,
         prefilter: |s| s.word(names::PRETRAINED_LOADER) && s.any_attr(&["half", "bfloat16", "float", "double", "to"]),
     };

@@ -41,10 +41,18 @@ declare_rule! {
     ///     loss.backward()
     ///     optimizer.step()
     /// ```
+    ///
+    /// ## Fix safety
+    /// The fix inserts `OPT.zero_grad(set_to_none=True)` just before the backward pass,
+    /// for the optimizer the finding names. It is unsafe: code that accumulates
+    /// gradients over several backward passes on purpose (a sum of micro-batches, a
+    /// loss computed in pieces) would then step on the last piece only. No fix is
+    /// offered when the backward pass shares its line with other code.
     pub static MISSING_ZERO_GRAD = Rule {
         code: "OOM101",
         name: "missing-zero-grad",
         severity: Severity::Error,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.backward_pass() && s.attr(names::STEP_METHOD),
     };
@@ -174,10 +182,33 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 missing[0]
             ),
             pattern: Pattern::NoZeroGrad,
-            fix: None,
+            fix: zero_grad_fix(model, model.calls[first].node, &missing),
             related: Vec::new(),
         });
     }
+}
+
+/// `opt.zero_grad(set_to_none=True)` on a line of its own before the statement of the
+/// backward pass, for each optimizer never reset; unsafe: with gradient accumulation
+/// over several backward passes per step, resetting before each one changes the step.
+fn zero_grad_fix(model: &SemanticModel<'_>, backward: Node<'_>, missing: &[&str]) -> Option<Fix> {
+    let stmt = model.statement_of(backward)?;
+    let edits = missing
+        .iter()
+        .map(|opt| model.insert_line_before(stmt, &format!("{opt}.zero_grad(set_to_none=True)")))
+        .collect::<Option<Vec<_>>>()?;
+    let names = missing
+        .iter()
+        .map(|m| format!("`{m}.zero_grad(set_to_none=True)`"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    // Several lines at one place are one edit, so they stay in order.
+    let content: String = edits.iter().map(|e| e.content.as_str()).collect();
+    let at = edits.first()?.range.start;
+    Some(Fix::unsafe_(
+        format!("Call {names} before the backward pass"),
+        vec![Edit::insert(at, content)],
+    ))
 }
 
 /// What a call or assignment does to accumulated gradients.

@@ -7,10 +7,13 @@ macro_rules! registry {
         $(mod $module;)*
         /// All rules, sorted by code.
         pub static ALL: &[&Rule] = &[$(&$module::$rule),*];
+        /// Each rule with the file its documentation is written in (`rules/<file>.rs`).
+        static FILES: &[(&Rule, &str)] = &[$((&$module::$rule, stringify!($module))),*];
     };
 }
 
 registry! {
+    unused_noqa::UNUSED_NOQA,
     missing_zero_grad::MISSING_ZERO_GRAD,
     undetached_loss_append::UNDETACHED_LOSS_APPEND,
     undetached_loss_accumulate::UNDETACHED_LOSS_ACCUMULATE,
@@ -24,6 +27,18 @@ registry! {
     padding_to_max_length::PADDING_TO_MAX_LENGTH,
 }
 
+/// Rules that run only when selected by name or prefix (`--select OOM001`, `ALL`), never
+/// by default: they judge the user's comments rather than the code.
+static OPT_IN: &[&Rule] = &[&unused_noqa::UNUSED_NOQA];
+
+/// Whether `rule` runs when no `select` names rules.
+pub fn enabled_by_default(rule: &Rule) -> bool {
+    !OPT_IN.iter().any(|r| std::ptr::eq(*r, rule))
+}
+
+/// The unused-noqa rule: the suppression stage computes it, after every other rule.
+pub static UNUSED_NOQA: &Rule = &unused_noqa::UNUSED_NOQA;
+
 /// The rule with this code (case-insensitive).
 pub fn by_code(code: &str) -> Option<&'static Rule> {
     ALL.iter()
@@ -31,16 +46,30 @@ pub fn by_code(code: &str) -> Option<&'static Rule> {
         .find(|r| r.code.eq_ignore_ascii_case(code))
 }
 
+/// Where a rule's documentation is read on the web: its file in the repository (the
+/// doc comment there is the documentation `oomlint rule CODE` prints), under the
+/// package's `repository` URL. Editors link a finding's code to it.
+pub fn doc_url(code: &str) -> Option<String> {
+    let rule = by_code(code)?;
+    let (_, file) = FILES.iter().find(|(r, _)| std::ptr::eq(*r, rule))?;
+    Some(format!(
+        "{}/blob/main/rules/{file}.rs",
+        env!("CARGO_PKG_REPOSITORY").trim_end_matches('/')
+    ))
+}
+
 /// The rule table of the README, generated from the registry.
 pub fn markdown_table() -> String {
-    let mut s =
-        String::from("| Code | Name | Severity | What it flags |\n| --- | --- | --- | --- |\n");
+    let mut s = String::from(
+        "| Code | Name | Severity | Fix | What it flags |\n| --- | --- | --- | --- | --- |\n",
+    );
     for r in ALL {
         s.push_str(&format!(
-            "| {} | `{}` | {} | {} |\n",
+            "| {} | `{}` | {} | {} | {} |\n",
             r.code,
             r.name,
             r.severity.as_str(),
+            r.fix.as_str(),
             r.summary().replace('|', "\\|")
         ));
     }

@@ -39,6 +39,7 @@ declare_rule! {
         code: "OOM502",
         name: "padding-to-max-length",
         severity: Severity::Warning,
+        fix: FixAvailability::None,
         check,
         prefilter: |s| s.word("padding") || s.word("pad_to_max_length"),
     };

@@ -1,6 +1,6 @@
 use crate::prelude::*;
 use crate::semantic::state::{same_device, Conversion, Device};
-use crate::semantic::{LoopId, ScopeId, Site};
+use crate::semantic::{LoopId, Node, NodeExt, ScopeId, Site};
 use crate::semantic::unwrap_parens;
 
 declare_rule! {
@@ -30,10 +30,20 @@ declare_rule! {
     /// ## How to fix
     /// Drop the second move. Let `device_map` place the model, or load without it and
     /// move once, before the training loop.
+    ///
+    /// ## Fix safety
+    /// A model moved again to where it already is gets a fix that removes the move (the
+    /// call is cut from its chain; a statement left doing nothing is deleted). It is
+    /// safe when an earlier move put the model on that device and the model is not
+    /// touched in between: the value is provably the same. It is unsafe when
+    /// `device_map=` placed it (removing the move keeps that placement, which may
+    /// differ from what the move asked for). A `.to(...)` that also converts the dtype,
+    /// and a move inside a training loop, have no fix.
     pub static REDUNDANT_DEVICE_MOVE = Rule {
         code: "OOM402",
         name: "redundant-device-move",
         severity: Severity::Warning,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DEVICE_METHODS),
     };
@@ -71,7 +81,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 ),
                 help,
                 pattern: Pattern::DeviceCopy,
-                fix: None,
+                fix: remove_fix(model, &conv, recv, None),
                 related: Vec::new(),
             });
             continue;
@@ -94,7 +104,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                     ),
                     help,
                     pattern: Pattern::RedundantDevice,
-                    fix: None,
+                    fix: remove_fix(model, &conv, recv, Some(known.at)),
                     related: Vec::new(),
                 });
                 continue;
@@ -115,6 +125,40 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             });
         }
     }
+}
+
+/// Removing the redundant move: safe after an earlier move to the same device when the
+/// model is not touched in between (the value is the same object, in the same place);
+/// unsafe after `device_map=` (the move would have changed the placement). A `.to(...)`
+/// that also converts the dtype is left alone.
+fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, moved_at: Option<Node<'_>>) -> Option<Fix> {
+    if conv.dtype.is_some() {
+        return None;
+    }
+    let call = model.calls[conv.call].node;
+    let edit = model.remove_call(call)?;
+    let site = model.calls[conv.call].site;
+    let name = model.text(unwrap_parens(recv));
+    let root = name.split(['.', '[', '(']).next().unwrap_or(name);
+    let safe = moved_at.is_some_and(|at| {
+        let from = at.end_byte();
+        model.untouched_between(root, site.scope, from, call.start_byte())
+    });
+    let method = call
+        .field("function")
+        .and_then(|f| f.field("attribute"))
+        .map_or("", |a| model.text(a));
+    let args = if call.field("arguments").is_some_and(|a| a.named_child_count() > 0) {
+        "..."
+    } else {
+        ""
+    };
+    let title = format!("Remove the redundant `.{method}({args})`");
+    Some(if safe {
+        Fix::safe(title, vec![edit])
+    } else {
+        Fix::unsafe_(title, vec![edit])
+    })
 }
 
 /// The loop in which a model is moved on every iteration, if the model outlives the

@@ -1,4 +1,5 @@
 use crate::prelude::*;
+use crate::semantic::state::Conversion;
 use crate::semantic::{CallId, unwrap_parens, BindingKind, Node, NodeExt};
 
 declare_rule! {
@@ -32,10 +33,20 @@ declare_rule! {
     /// Drop the second conversion; load in the target dtype with `torch_dtype=` rather
     /// than converting after loading. For tensors, rebind the same name
     /// (`w = w.to(torch.float16)`) or `del` the original once converted.
+    ///
+    /// ## Fix safety
+    /// A model converted to a dtype it already has gets a fix that removes the
+    /// conversion (the call is cut from its chain; a statement left doing nothing is
+    /// deleted). It is safe when an earlier conversion gave the model that dtype and the
+    /// model is not touched in between: the value is provably the same. It is unsafe
+    /// when the dtype came from `from_pretrained(torch_dtype=...)`, since some models
+    /// keep a few modules in float32 on purpose and the conversion would change them.
+    /// A `.to(...)` that also moves the model, and the tensor copy, have no fix.
     pub static REDUNDANT_DTYPE_CONVERSION = Rule {
         code: "OOM401",
         name: "redundant-dtype-conversion",
         severity: Severity::Warning,
+        fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DTYPE_METHODS),
     };
@@ -76,7 +87,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 ),
                 help: "drop the second conversion; load in the target dtype with `torch_dtype=` rather than converting after loading".to_owned(),
                 pattern: Pattern::RedundantDtype,
-                fix: None,
+                fix: remove_fix(model, &conv, recv, known.at, !is_load_argument(model, known.at)),
                 related: Vec::new(),
             });
         } else if let Some(kept) = copy_keeps_original(model, i) {
@@ -98,6 +109,44 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             });
         }
     }
+}
+
+/// Removing the redundant conversion: safe when an earlier conversion made the model
+/// that dtype and nothing touches it in between (the value is then the same object in
+/// the same state); unsafe after a load with `torch_dtype=` (a model may keep some
+/// modules in float32 on purpose, which the conversion would change). A `.to(...)` that
+/// also moves the model is left alone.
+fn remove_fix(model: &SemanticModel<'_>, conv: &Conversion<'_>, recv: Node<'_>, known: Node<'_>, converted: bool) -> Option<Fix> {
+    if conv.device.is_some() {
+        return None;
+    }
+    let call = model.calls[conv.call].node;
+    let edit = model.remove_call(call)?;
+    let site = model.calls[conv.call].site;
+    let name = model.text(unwrap_parens(recv));
+    let root = name.split(['.', '[', '(']).next().unwrap_or(name);
+    let from = known.end_byte();
+    let safe = converted && model.untouched_between(root, site.scope, from, call.start_byte());
+    let title = removal_title(model, call);
+    Some(if safe {
+        Fix::safe(title, vec![edit])
+    } else {
+        Fix::unsafe_(title, vec![edit])
+    })
+}
+
+/// `Remove the redundant .half()`, `... .to(...)`.
+fn removal_title(model: &SemanticModel<'_>, call: Node<'_>) -> String {
+    let method = call
+        .field("function")
+        .and_then(|f| f.field("attribute"))
+        .map_or("", |a| model.text(a));
+    let args = if call.field("arguments").is_some_and(|a| a.named_child_count() > 0) {
+        "..."
+    } else {
+        ""
+    };
+    format!("Remove the redundant `.{method}({args})`")
 }
 
 /// Whether a node is the `torch_dtype=`/`dtype=` argument of a load.

@@ -41,6 +41,7 @@ declare_rule! {
         code: "OOM203",
         name: "retain-graph-in-loop",
         severity: Severity::Error,
+        fix: FixAvailability::None,
         check,
         prefilter: |s| s.word("retain_graph") && s.per_step_context(),
     };

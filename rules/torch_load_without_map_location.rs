@@ -38,6 +38,7 @@ declare_rule! {
         code: "OOM501",
         name: "torch-load-without-map-location",
         severity: Severity::Warning,
+        fix: FixAvailability::None,
         check,
         // CUDA use may show only in strings (`"cuda:0"`), which the scan skips.
         prefilter: |s| s.word("load") && s.word("load_state_dict"),

@@ -1,6 +1,6 @@
 use crate::prelude::*;
 use crate::semantic::NodeExt;
-use crate::semantic::{unwrap_parens, AssignOp};
+use crate::semantic::{unwrap_parens, AssignOp, Node};
 
 declare_rule! {
     /// ## What it does
@@ -36,10 +36,21 @@ declare_rule! {
     ///     total_loss += loss.item()
     ///     total_loss += loss.detach()
     /// ```
+    ///
+    /// ## Fix safety
+    /// Every finding has a fix. It is safe (`.item()`) when the total is only ever read
+    /// as a number afterwards (arithmetic, comparisons, f-strings, `print`, `float`,
+    /// a logger's scalar such as `self.log` or `add_scalar`) and the accumulated value
+    /// is provably one element (a reduction such as `.mean()`, a loss function's result
+    /// without `reduction="none"`, `outputs.loss`, what `backward()` is called on):
+    /// the program then computes the same numbers. Otherwise it is unsafe (`.detach()`):
+    /// the total stays a tensor but no longer requires grad, which code that returns it
+    /// or calls tensor methods on it might notice.
     pub static UNDETACHED_LOSS_ACCUMULATE = Rule {
         code: "OOM202",
         name: "undetached-loss-accumulate",
         severity: Severity::Error,
+        fix: FixAvailability::Always,
         check,
         prefilter: |s| s.graph_source() && s.per_step_context(),
     };
@@ -114,9 +125,28 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
                 item_of(model.text(unwrap_parens(added)))
             ),
             pattern: Pattern::AccumulateGraph { origin },
-            fix: None,
+            fix: Some(detach_fix(
+                model,
+                added,
+                model.read_only_as_number(target, a.site) && model.is_scalar(added, a.site),
+            )),
             related,
         });
+    }
+}
+
+/// `x.item()` when `safe` (the total is only read as a number and `x` is one element),
+/// else `x.detach()`, which keeps a tensor (on its device, without the graph) but may
+/// change what later code sees: its `requires_grad`, and a tensor where a number was.
+fn detach_fix(model: &SemanticModel<'_>, value: Node<'_>, safe: bool) -> Fix {
+    let v = unwrap_parens(value);
+    let method = if safe { ".item()" } else { ".detach()" };
+    let edits = model.call_on(value, method);
+    let shown = item_of(model.text(v)).replace(".item()", method);
+    if safe {
+        Fix::safe(format!("Accumulate {shown}"), edits)
+    } else {
+        Fix::unsafe_(format!("Accumulate {shown}"), edits)
     }
 }
 

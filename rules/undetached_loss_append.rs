@@ -39,10 +39,20 @@ declare_rule! {
     ///     losses.append(loss.item())     # a float
     ///     losses.append(loss.detach())   # a tensor without the graph
     /// ```
+    ///
+    /// ## Fix safety
+    /// A finding that stores one value has a fix. It is safe (`.item()`) when the
+    /// container is only summed, averaged, counted or printed later (`sum(losses)`,
+    /// `np.mean(losses)`, `len(losses)`, `print(losses)`, each result only read as a
+    /// number) and the value is provably one element: the numbers computed are the
+    /// same. Otherwise it is unsafe (`.detach()`): the container's later users (a
+    /// `torch.stack`, a caller it is returned to) get tensors that no longer require
+    /// grad, which they might notice.
     pub static UNDETACHED_LOSS_APPEND = Rule {
         code: "OOM201",
         name: "undetached-loss-append",
         severity: Severity::Error,
+        fix: FixAvailability::Always,
         check,
         prefilter: |s| s.graph_source() && s.per_step_context(),
     };
@@ -163,9 +173,32 @@ fn report(
         help: "store `.item()` for logging, or `.detach()` to keep a tensor without its graph"
             .to_owned(),
         pattern: Pattern::KeepGraph { origin },
-        fix: None,
+        fix: append_fix(model, root, value, site),
         related,
     });
+}
+
+/// `.item()` on the stored value when the container is only summed, averaged, counted
+/// or printed later and the value is one element (safe), else `.detach()` (unsafe);
+/// none for a list or tuple literal (`losses += [a, b]`).
+fn append_fix(model: &SemanticModel<'_>, container: Node<'_>, value: Node<'_>, site: Site) -> Option<Fix> {
+    if matches!(unwrap_parens(value).kind(), "list" | "tuple" | "dictionary" | "list_splat") {
+        return None;
+    }
+    let safe = model.container_only_reduced(container, site) && model.is_scalar(value, site);
+    let method = if safe { ".item()" } else { ".detach()" };
+    let edits = model.call_on(value, method);
+    let v = model.text(unwrap_parens(value));
+    let title = if v.len() <= 40 && !v.contains('\n') {
+        format!("Store `{v}{method}`")
+    } else {
+        format!("Store the value's `{method}`")
+    };
+    Some(if safe {
+        Fix::safe(title, edits)
+    } else {
+        Fix::unsafe_(title, edits)
+    })
 }
 
 /// Whether every index of the subscript `target` is a literal constant.

@@ -30,6 +30,10 @@ pub enum FileError {
     #[diagnostic(code(oomlint::binary))]
     Binary { path: String },
 
+    #[error("{path}: cannot write the fixes: {reason}; file left unchanged")]
+    #[diagnostic(code(oomlint::write))]
+    Write { path: String, reason: String },
+
     #[error("{path}: internal error in {rule} (a bug in oomlint, please report it): {message}")]
     #[diagnostic(code(oomlint::internal))]
     Internal {
@@ -49,6 +53,7 @@ impl FileError {
             | FileError::Notebook { path, .. }
             | FileError::NotRegular { path, .. }
             | FileError::Binary { path }
+            | FileError::Write { path, .. }
             | FileError::Internal { path, .. } => path,
         }
     }
@@ -78,6 +83,12 @@ impl FileError {
 /// A problem that leaves the file linted (partially): reported, but not an error exit.
 #[derive(Debug, Error, Diagnostic, Clone, PartialEq, Eq)]
 pub enum FileWarning {
+    /// Fixes were offered but not applied: the fixed text would not parse, or the file
+    /// could not be written back as it was read.
+    #[error("{path}: {reason}")]
+    #[diagnostic(code(oomlint::fix))]
+    NotFixed { path: String, reason: String },
+
     #[error("{path}:{line}:{column}: syntax error; findings come only from the parts that parse")]
     #[diagnostic(code(oomlint::syntax))]
     Syntax {

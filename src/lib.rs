@@ -23,6 +23,7 @@ pub mod report;
 pub mod rule;
 pub mod selection;
 pub mod semantic;
+pub mod server;
 pub mod source;
 pub mod testing;
 pub mod walk;
@@ -35,6 +36,6 @@ pub mod prelude {
     pub use crate::declare_rule;
     pub use crate::fix::{Applicability, Edit, Fix};
     pub use crate::pattern::Pattern;
-    pub use crate::rule::{Context, Diagnostic, Related, Rule, Severity};
+    pub use crate::rule::{Context, Diagnostic, FixAvailability, Related, Rule, Severity};
     pub use crate::semantic::{names, GradMode, Origin, SemanticModel, Value};
 }

@@ -13,6 +13,7 @@ use tree_sitter::{Parser, Tree};
 use crate::cache::{Cache, Key};
 use crate::config::Resolver;
 use crate::error::{FileError, FileWarning};
+use crate::fix::{apply_fixes, with_line_ending, Applicability, Edit, Fix};
 use crate::noqa::Suppressions;
 use crate::notebook::Notebook;
 use crate::prefilter::Scan;
@@ -253,6 +254,274 @@ impl Linter {
     }
 }
 
+/// How many times a file is re-linted and fixed again before the fixer stops: a fix
+/// may uncover another finding, and fixes that collided wait for the next pass.
+pub const MAX_FIX_PASSES: usize = 10;
+
+/// What fixing one file gave.
+#[derive(Debug, Default)]
+pub struct FixOutcome {
+    /// The file's new bytes, when some fix was applied.
+    pub fixed: Option<Vec<u8>>,
+    /// How many findings the fixes removed.
+    pub applied: usize,
+    /// The findings of the fixed text (of the original one when nothing was applied).
+    pub report: FileReport,
+    /// Why the file was left unchanged although fixes were offered.
+    pub refused: Option<String>,
+}
+
+impl Linter {
+    /// Lints `bytes` as the file at `path` and applies the fixes of at least `min`
+    /// applicability, re-linting after each pass until no fix applies or
+    /// [`MAX_FIX_PASSES`] passes ran. Fixes that would make tree-sitter see syntax errors
+    /// (ERROR or MISSING nodes) the original text did not have are refused, and so are
+    /// files whose text would not survive being written back (UTF-16, invalid UTF-8, a
+    /// lone `\r` line ending). Line endings and a UTF-8 byte order mark are kept;
+    /// notebooks are fixed in their cells. Nothing is written: the caller writes
+    /// [`FixOutcome::fixed`] (with [`crate::fix::write_atomic`]) or shows a diff.
+    pub fn fix_source(&self, path: &Path, bytes: &[u8], min: Applicability) -> FixOutcome {
+        let display = crate::paths::display(path);
+        let rules = self.rules_for(path);
+        let facts = self.facts_for(path);
+        let lint = |b: &[u8]| {
+            let mut r = lint_file(&display, b, &rules, self.options, facts.clone());
+            r.file = Some(path.to_path_buf());
+            r
+        };
+        let first = lint(bytes);
+        let wants_fix = |r: &FileReport| {
+            r.findings
+                .iter()
+                .any(|f| f.fix.as_ref().is_some_and(|x| x.applies(min)))
+        };
+        if !wants_fix(&first) {
+            return FixOutcome {
+                report: first,
+                ..Default::default()
+            };
+        }
+        let refuse = |mut report: FileReport, why: String| {
+            report.warnings.push(FileWarning::NotFixed {
+                path: report.path.clone(),
+                reason: why.clone(),
+            });
+            FixOutcome {
+                report,
+                refused: Some(why),
+                ..Default::default()
+            }
+        };
+        let Some((bom, decoded)) = editable(bytes) else {
+            return refuse(
+                first,
+                "not fixed: only UTF-8 files with \\n or \\r\\n line endings are fixed".to_owned(),
+            );
+        };
+        let notebook = display.ends_with(".ipynb");
+        let python = |raw: &str| -> Option<String> {
+            if notebook {
+                Notebook::parse(raw).ok().map(|nb| nb.source)
+            } else {
+                Some(raw.to_owned())
+            }
+        };
+        let Some(original_errors) = python(&decoded).map(|t| syntax_errors(&t)) else {
+            return FixOutcome {
+                report: first,
+                ..Default::default()
+            };
+        };
+        let ending = crate::fix::line_ending(&decoded);
+        let mut text = decoded;
+        let mut report = first;
+        let mut applied = 0;
+        for pass in 0..MAX_FIX_PASSES {
+            if pass > 0 {
+                report = lint(&[bom, text.as_bytes()].concat());
+            }
+            let fixes: Vec<Fix> = report
+                .findings
+                .iter()
+                .filter_map(|f| f.fix.as_ref())
+                .filter(|f| f.applies(min))
+                .map(|f| Fix {
+                    edits: f
+                        .edits
+                        .iter()
+                        .map(|e| {
+                            Edit::replace(e.range.clone(), with_line_ending(&e.content, ending))
+                        })
+                        .collect(),
+                    ..f.clone()
+                })
+                .collect();
+            if fixes.is_empty() {
+                break;
+            }
+            let next = if notebook {
+                let Ok(nb) = Notebook::parse(&text) else {
+                    break;
+                };
+                let fits: Vec<&Fix> = fixes
+                    .iter()
+                    .filter(|f| nb.apply_edits(&text, &f.edits).is_ok())
+                    .collect();
+                let a = apply_fixes(&nb.source, fits);
+                match nb.apply_edits(&text, &a.edits) {
+                    Ok(t) => (t, a.fixed),
+                    Err(_) => break,
+                }
+            } else {
+                let a = apply_fixes(&text, &fixes);
+                (a.text, a.fixed)
+            };
+            if next.1 == 0 || next.0 == text {
+                break;
+            }
+            let errors = python(&next.0).map_or(usize::MAX, |t| syntax_errors(&t));
+            if errors > original_errors {
+                return refuse(
+                    lint(bytes),
+                    "not fixed: the fixes would introduce a syntax error; file left unchanged"
+                        .to_owned(),
+                );
+            }
+            text = next.0;
+            applied += next.1;
+            if pass + 1 == MAX_FIX_PASSES {
+                report = lint(&[bom, text.as_bytes()].concat());
+            }
+        }
+        let fixed = (applied > 0).then(|| [bom, text.as_bytes()].concat());
+        FixOutcome {
+            fixed,
+            applied,
+            report,
+            refused: None,
+        }
+    }
+}
+
+/// What adding `# noqa` comments to one file gave.
+#[derive(Debug, Default)]
+pub struct NoqaOutcome {
+    /// The file's new bytes, when a comment was added.
+    pub fixed: Option<Vec<u8>>,
+    /// How many lines got a comment (or a code added to theirs).
+    pub added: usize,
+    /// Why the file was left unchanged although it has findings.
+    pub refused: Option<String>,
+}
+
+impl Linter {
+    /// Lints `bytes` as the file at `path` and adds `# noqa: CODE` for each finding
+    /// ([`crate::noqa::add_noqa_edits`]): an existing repository adopts oomlint in one
+    /// commit. Notebooks get the comments in their cells. Refused, like fixes, where the
+    /// text would not survive being written back or would gain a syntax error. Nothing
+    /// is written.
+    pub fn add_noqa_source(&self, path: &Path, bytes: &[u8]) -> NoqaOutcome {
+        let report = self.lint_source(path, bytes);
+        if report.findings.is_empty() {
+            return NoqaOutcome::default();
+        }
+        let refuse = |why: &str| NoqaOutcome {
+            refused: Some(why.to_owned()),
+            ..Default::default()
+        };
+        let Some((bom, raw)) = editable(bytes) else {
+            return refuse(
+                "no noqa added: only UTF-8 files with \\n or \\r\\n line endings are edited",
+            );
+        };
+        let nb = if report.path.ends_with(".ipynb") {
+            match Notebook::parse(&raw) {
+                Ok(nb) => Some(nb),
+                Err(_) => return NoqaOutcome::default(),
+            }
+        } else {
+            None
+        };
+        let python = nb.as_ref().map_or(raw.as_str(), |nb| nb.source.as_str());
+        let Some(tree) = parse_python(python) else {
+            return refuse("no noqa added: the file could not be parsed");
+        };
+        let findings: Vec<(usize, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.range.0, f.code))
+            .collect();
+        let edits = crate::noqa::add_noqa_edits(tree.root_node(), python, &findings);
+        if edits.is_empty() {
+            return NoqaOutcome::default();
+        }
+        let new = match &nb {
+            Some(nb) => nb.apply_edits(&raw, &edits),
+            None => crate::fix::apply_edits(&raw, &edits),
+        };
+        let Ok(new) = new else {
+            return refuse("no noqa added: a comment would not fit in its notebook cell");
+        };
+        let new_python = match &nb {
+            Some(_) => Notebook::parse(&new).map(|nb| nb.source).ok(),
+            None => Some(new.clone()),
+        };
+        let errors = new_python.map_or(usize::MAX, |t| syntax_errors(&t));
+        if errors > syntax_errors(python) {
+            return refuse("no noqa added: the comments would introduce a syntax error");
+        }
+        NoqaOutcome {
+            fixed: Some([bom, new.as_bytes()].concat()),
+            added: edits.len(),
+            refused: None,
+        }
+    }
+}
+
+/// The text of a file that edits can be written back to, and its UTF-8 byte order mark
+/// (empty if none): UTF-8 with `\n` or `\r\n` line endings, nothing that decoding
+/// changed.
+fn editable(bytes: &[u8]) -> Option<(&'static [u8], String)> {
+    let decoded = SourceText::decode(bytes);
+    let bom: &'static [u8] = if bytes.starts_with(b"\xEF\xBB\xBF") {
+        b"\xEF\xBB\xBF"
+    } else {
+        b""
+    };
+    if decoded.utf16 || decoded.invalid_utf8 || decoded.text.as_bytes() != &bytes[bom.len()..] {
+        return None;
+    }
+    Some((bom, decoded.text))
+}
+
+/// How many ERROR and MISSING nodes tree-sitter finds in `text` (a walk, not recursion:
+/// nesting may be deep).
+pub fn syntax_errors(text: &str) -> usize {
+    let Ok(Some(tree)) = catch_quietly(|| PARSER.with(|p| p.borrow_mut().parse(text, None))) else {
+        PARSER.with(|p| *p.borrow_mut() = new_parser());
+        return usize::MAX;
+    };
+    if !tree.root_node().has_error() {
+        return 0;
+    }
+    let mut n = 0;
+    let mut c = tree.walk();
+    loop {
+        let node = c.node();
+        if node.is_error() || node.is_missing() {
+            n += 1;
+        }
+        if node.has_error() && c.goto_first_child() {
+            continue;
+        }
+        while !c.goto_next_sibling() {
+            if !c.goto_parent() {
+                return n;
+            }
+        }
+    }
+}
+
 /// A file linted in the project index's pass, before the project's facts were known
 /// ([`Linter::lint_in_index`]).
 pub struct Speculation {
@@ -272,6 +541,14 @@ fn new_parser() -> Parser {
     p.set_language(&tree_sitter_python::LANGUAGE.into())
         .expect("tree-sitter-python matches the tree-sitter ABI");
     p
+}
+
+/// The syntax tree of `text`, from this thread's parser: for the edits that need the
+/// tree outside a lint (`--add-noqa`, the language server). `None` if the parser
+/// panicked or gave up.
+pub fn parse_python(text: &str) -> Option<Tree> {
+    let mut report = FileReport::default();
+    parse(&mut report, text)
 }
 
 /// Stage `read`: the bytes of a regular file of at most `limit` bytes, or a report of
@@ -575,7 +852,7 @@ fn analyze(
         }
     };
     run_rules(&mut report, model, rules, src);
-    suppress(&mut report, model, src.text);
+    suppress(&mut report, model, src, rules);
     let guess = guess.map(|g| (g, model.fact_queries()));
     (finish(report, model, src.text), guess)
 }
@@ -690,47 +967,54 @@ fn run_rules(
             continue;
         }
         for d in diags.drain(start..) {
-            let s = src.line_col(d.range.start);
-            let e = src.line_col(d.range.end);
-            report.findings.push(Finding {
-                code: rule.code,
-                name: rule.name,
-                severity: rule.severity,
-                message: d.message,
-                help: d.help,
-                path: path.to_owned(),
-                line: s.line,
-                column: s.column,
-                end_line: e.line,
-                end_column: e.column,
-                range: (d.range.start, d.range.end),
-                pattern: d.pattern,
-                cell: None,
-                fix: d.fix,
-                related: d
-                    .related
-                    .into_iter()
-                    .map(|r| {
-                        let s = src.line_col(r.range.start);
-                        let e = src.line_col(r.range.end);
-                        RelatedLocation {
-                            message: r.message,
-                            line: s.line,
-                            column: s.column,
-                            end_line: e.line,
-                            end_column: e.column,
-                            range: (r.range.start, r.range.end),
-                        }
-                    })
-                    .collect(),
-            });
+            report.findings.push(finding(rule, d, path, src));
         }
     }
 }
 
-/// Stage `suppress`: drops the findings that a suppression comment names, and warns of
-/// a file-level comment written after code (it covers only its own line).
-fn suppress(report: &mut FileReport, model: &SemanticModel, text: &str) {
+/// A rule's diagnostic as a finding of the file at `path`.
+fn finding(rule: &'static Rule, d: Diagnostic, path: &str, src: &Source) -> Finding {
+    let s = src.line_col(d.range.start);
+    let e = src.line_col(d.range.end);
+    Finding {
+        code: rule.code,
+        name: rule.name,
+        severity: rule.severity,
+        message: d.message,
+        help: d.help,
+        path: path.to_owned(),
+        line: s.line,
+        column: s.column,
+        end_line: e.line,
+        end_column: e.column,
+        range: (d.range.start, d.range.end),
+        pattern: d.pattern,
+        cell: None,
+        fix: d.fix,
+        related: d
+            .related
+            .into_iter()
+            .map(|r| {
+                let s = src.line_col(r.range.start);
+                let e = src.line_col(r.range.end);
+                RelatedLocation {
+                    message: r.message,
+                    line: s.line,
+                    column: s.column,
+                    end_line: e.line,
+                    end_column: e.column,
+                    range: (r.range.start, r.range.end),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Stage `suppress`: drops the findings that a suppression comment names, warns of a
+/// file-level comment written after code (it covers only its own line), and, when the
+/// unused-noqa rule is enabled, reports the `# noqa` comments that suppressed nothing.
+fn suppress(report: &mut FileReport, model: &SemanticModel, src: &Source, rules: &[&'static Rule]) {
+    let text = src.text;
     // Suppression comments are tree-sitter comment nodes: never text inside a string.
     // Read even without findings, so a misplaced file-level comment is always reported.
     let noqa = Suppressions::from_comments(model.comments.iter().map(|c| {
@@ -743,8 +1027,107 @@ fn suppress(report: &mut FileReport, model: &SemanticModel, text: &str) {
             line,
         });
     }
-    if !report.findings.is_empty() && !noqa.is_empty() {
-        report.findings.retain(|f| !noqa.suppresses(f.code, f.line));
+    let unused_rule = rules
+        .iter()
+        .copied()
+        .find(|r| std::ptr::eq(*r, crate::rules::UNUSED_NOQA));
+    if noqa.is_empty() || (report.findings.is_empty() && unused_rule.is_none()) {
+        return;
+    }
+    // The line where each finding's `# noqa` belongs, besides its first line.
+    let comment_lines: Vec<usize> = report
+        .findings
+        .iter()
+        .map(|f| {
+            let end = crate::noqa::comment_line_end(model.root, text, f.range.0);
+            src.line_col(end).line
+        })
+        .collect();
+    let unused = unused_rule.map(|rule| {
+        // Each finding answers for its first line and its comment line: a set, so a
+        // file of many comments and findings costs their sum, not their product.
+        let mut hit: rustc_hash::FxHashSet<(usize, &str)> = rustc_hash::FxHashSet::default();
+        for (f, &cl) in report.findings.iter().zip(&comment_lines) {
+            for line in [f.line, cl] {
+                hit.insert((line, f.code));
+                hit.insert((line, ""));
+            }
+        }
+        let hits = |line: usize, code: Option<&str>| hit.contains(&(line, code.unwrap_or("")));
+        let found = crate::noqa::unused(
+            text,
+            model
+                .comments
+                .iter()
+                .map(|c| crate::noqa::comment_range(*c, text)),
+            |at| src.line_col(at).line,
+            hits,
+            |code| crate::rules::by_code(code).is_some(),
+            |code| rules.iter().any(|r| r.code == code),
+            rule.code,
+        );
+        (rule, found)
+    });
+    let mut keep = comment_lines.iter();
+    report.findings.retain(|f| {
+        let cl = keep.next().copied().unwrap_or(f.line);
+        !noqa.suppresses_on(f.code, f.line, cl)
+    });
+    let Some((rule, found)) = unused else {
+        return;
+    };
+    let path = report.path.clone();
+    for u in found {
+        let d = unused_diagnostic(u);
+        let f = finding(rule, d, &path, src);
+        if !noqa.names_code(f.code, f.line) {
+            report.findings.push(f);
+        }
+    }
+}
+
+/// The unused-noqa finding of one directive.
+fn unused_diagnostic(u: crate::noqa::Unused) -> Diagnostic {
+    let list = |codes: &[String]| {
+        codes
+            .iter()
+            .map(|c| format!("`{c}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (message, title) = if u.blanket {
+        (
+            "this `# noqa` suppresses nothing: no finding on this line".to_owned(),
+            "Remove the unused `# noqa`".to_owned(),
+        )
+    } else {
+        let mut parts = Vec::new();
+        if !u.unused.is_empty() {
+            parts.push(format!("unused {}", list(&u.unused)));
+        }
+        if !u.unknown.is_empty() {
+            parts.push(format!("unknown {}", list(&u.unknown)));
+        }
+        (
+            format!(
+                "`# noqa` names codes that suppress nothing here: {}",
+                parts.join("; ")
+            ),
+            "Remove the unused codes".to_owned(),
+        )
+    };
+    Diagnostic {
+        range: u.range,
+        message,
+        help: "remove the codes that suppress nothing (the whole comment when none is left)"
+            .to_owned(),
+        pattern: crate::pattern::Pattern::UnusedSuppression,
+        fix: Some(crate::fix::Fix {
+            title,
+            edits: vec![u.edit],
+            applicability: crate::fix::Applicability::Safe,
+        }),
+        related: Vec::new(),
     }
 }
 

@@ -16,6 +16,7 @@
 //! every character of a cell's source knows where it sits in the file; its strings are
 //! decoded by serde_json.
 
+use crate::fix::{Edit, FixError};
 use crate::source::LineIndex;
 
 /// A notebook's code, and where each byte of it came from.
@@ -27,8 +28,25 @@ pub struct Notebook {
     raw_offset: Vec<usize>,
     /// The code cells: (cell number, 1-based; byte offset in `source` where it starts).
     cells: Vec<(usize, usize)>,
+    /// Where each code cell's `source` sits in the file, for writing fixes back.
+    code: Vec<CodeCell>,
     /// The `%%writefile name.py` cells: files of their own, blanked in `source`.
     pub written: Vec<WrittenFile>,
+}
+
+/// A code cell as the file holds it.
+#[derive(Debug)]
+struct CodeCell {
+    /// The byte span of the `source` value in the file (a string, or a list of them);
+    /// `None` for a cell without one (nothing to fix there).
+    value: Option<(usize, usize)>,
+    /// The cell's own text, IPython syntax and all (the linted source has it blanked,
+    /// byte for byte the same length).
+    text: String,
+    /// Where the cell starts in the concatenated source.
+    start: usize,
+    /// The source is a list of lines (nbformat's usual form) rather than one string.
+    list: bool,
 }
 
 /// A `%%writefile name.py` cell: the notebook writes a Python module that a later cell
@@ -110,6 +128,7 @@ impl Notebook {
             source: String::new(),
             raw_offset: Vec::new(),
             cells: Vec::new(),
+            code: Vec::new(),
             written: Vec::new(),
         };
         for (n, cell) in cells.iter().enumerate() {
@@ -121,7 +140,13 @@ impl Notebook {
             // The cell's text, and the file offset of each of its bytes.
             let mut text = String::new();
             let mut map = Vec::new();
-            match get(cell, raw, "source") {
+            let source = get_with_span(cell, raw, "source");
+            let (value, list) = match source {
+                Some((span, Json::Arr(_))) => (Some(span), true),
+                Some((span, _)) => (Some(span), false),
+                None => (None, true),
+            };
+            match source.map(|(_, v)| v) {
                 Some(Json::Str(s)) => push_decoded(raw, *s, &mut text, &mut map)?,
                 Some(Json::Arr(parts)) => {
                     for part in parts {
@@ -134,6 +159,12 @@ impl Notebook {
             }
             let end_raw = map.last().map_or(0, |&o| o + 1);
             nb.cells.push((n + 1, nb.source.len()));
+            nb.code.push(CodeCell {
+                value,
+                text: text.clone(),
+                start: nb.source.len(),
+                list,
+            });
             if let Some((name, module)) = written_module(&text) {
                 nb.written.push(WrittenFile {
                     name,
@@ -185,6 +216,93 @@ impl Notebook {
                 .collect(),
         }
     }
+}
+
+impl Notebook {
+    /// The `.ipynb` file `raw` (the text this notebook was parsed from) with `edits` to
+    /// [`Notebook::source`] applied in their cells. Only the `source` of a cell that an
+    /// edit changes is rewritten, in the form it had (a list of lines, as nbformat
+    /// writes it, with the list's own layout, or one string); every other byte of the
+    /// file (outputs, metadata, other cells, the key order) stays as it was. An edit
+    /// must lie within one code cell and leave its IPython lines (`%time`, `!pip`)
+    /// alone; overlapping edits are an error, as in [`crate::fix::apply_edits`].
+    pub fn apply_edits(&self, raw: &str, edits: &[Edit]) -> Result<String, FixError> {
+        let mut per_cell: Vec<Vec<Edit>> = vec![Vec::new(); self.code.len()];
+        for e in edits {
+            let i = self
+                .code
+                .partition_point(|c| c.start <= e.range.start)
+                .checked_sub(1)
+                .ok_or_else(|| FixError::NotInCell(e.range.clone()))?;
+            let cell = &self.code[i];
+            let end_in_source = self.code.get(i + 1).map_or(self.source.len(), |c| c.start);
+            if e.range.end > end_in_source || e.range.start > e.range.end {
+                return Err(FixError::NotInCell(e.range.clone()));
+            }
+            let len = cell.text.len();
+            let (start, mut end) = (e.range.start - cell.start, e.range.end - cell.start);
+            let mut content = e.content.clone();
+            // The newline the linter added after a cell that lacks one is not in the
+            // cell: an edit that replaces it does not write it.
+            if end > len {
+                end = len;
+                if content.ends_with('\n') {
+                    content.pop();
+                }
+            }
+            let start = start.min(len);
+            let blanked = self
+                .source
+                .get(cell.start + start..cell.start + end)
+                .ok_or_else(|| FixError::OutOfBounds(e.range.clone()))?;
+            if cell.text.get(start..end) != Some(blanked) {
+                return Err(FixError::NotInCell(e.range.clone()));
+            }
+            per_cell[i].push(Edit::replace(start..end, content));
+        }
+        let mut file_edits = Vec::new();
+        for (cell, edits) in self.code.iter().zip(&per_cell) {
+            if edits.is_empty() {
+                continue;
+            }
+            let Some(value) = cell.value else {
+                return Err(FixError::NotInCell(edits[0].range.clone()));
+            };
+            let text = crate::fix::apply_edits(&cell.text, edits)?;
+            let old = &raw[value.0..value.1];
+            file_edits.push(Edit::replace(
+                value.0..value.1,
+                encode_source(&text, old, cell.list),
+            ));
+        }
+        crate::fix::apply_edits(raw, &file_edits)
+    }
+}
+
+/// A cell's source as JSON: a list of lines each keeping its `\n` (nbformat's form),
+/// laid out as the list it replaces (`old`) was, or one string.
+fn encode_source(text: &str, old: &str, list: bool) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+    if !list {
+        return quote(text);
+    }
+    let inner = old
+        .strip_prefix('[')
+        .and_then(|o| o.strip_suffix(']'))
+        .unwrap_or("");
+    let lead = &inner[..inner.len() - inner.trim_start().len()];
+    let trail = &inner[inner.trim_end().len()..];
+    let items: Vec<String> = text.split_inclusive('\n').map(quote).collect();
+    if inner.trim().is_empty() || items.is_empty() {
+        return format!("[{}]", items.join(", "));
+    }
+    // Without a line break after `[` the list was written on one line (`["a\n", "b"]`).
+    let sep = if lead.is_empty() {
+        ", ".to_owned()
+    } else {
+        format!(",{lead}")
+    };
+    format!("[{lead}{}{trail}]", items.join(&sep))
 }
 
 /// A `%%writefile [-a] name.py` cell: the file name, and the cell's text with the magic
@@ -275,20 +393,31 @@ fn is_ipython_line(t: &str) -> bool {
     false
 }
 
+/// An object's member: the key's span, the value, the value's span.
+type Field = ((usize, usize), Json, (usize, usize));
+
 /// A parsed JSON value; strings are kept as the byte span of the literal (quotes
 /// included) and decoded only when needed, so large outputs cost nothing.
 enum Json {
-    Obj(Vec<((usize, usize), Json)>),
+    Obj(Vec<Field>),
     Arr(Vec<Json>),
     Str((usize, usize)),
     Other,
 }
 
-fn get<'j>(fields: &'j [((usize, usize), Json)], raw: &str, key: &str) -> Option<&'j Json> {
+fn get<'j>(fields: &'j [Field], raw: &str, key: &str) -> Option<&'j Json> {
+    get_with_span(fields, raw, key).map(|(_, v)| v)
+}
+
+fn get_with_span<'j>(
+    fields: &'j [Field],
+    raw: &str,
+    key: &str,
+) -> Option<((usize, usize), &'j Json)> {
     fields
         .iter()
-        .find(|(k, _)| key_is(raw, *k, key))
-        .map(|(_, v)| v)
+        .find(|(k, _, _)| key_is(raw, *k, key))
+        .map(|(_, v, span)| (*span, v))
 }
 
 /// Whether the string literal at `span` decodes to `key` (a literal that does not
@@ -392,8 +521,10 @@ impl Scanner<'_> {
                         return Err(self.err("expected `:`"));
                     }
                     self.i += 1;
+                    self.ws();
+                    let start = self.i;
                     let v = self.value(depth + 1)?;
-                    fields.push((key, v));
+                    fields.push((key, v, (start, self.i)));
                     self.ws();
                     match self.s.get(self.i) {
                         Some(b',') => self.i += 1,
@@ -565,6 +696,70 @@ mod tests {
             assert!(e.0.starts_with("invalid JSON"), "{bad}: {e}");
             assert!(e.0.contains("line 2"), "{bad}: {e}");
         }
+    }
+
+    /// Fixes land in their cells; the rest of the file is byte for byte the same, and
+    /// the result is a notebook again, with the cell's list layout kept.
+    #[test]
+    fn edits_are_written_back_into_their_cells() {
+        let nb = Notebook::parse(NB).unwrap();
+        let at = nb.source.find("loss = f(b)").unwrap() + "loss = f(b)".len();
+        let imp = nb.source.find("import torch").unwrap();
+        let edits = [
+            Edit::insert(at, ".item()"),
+            Edit::replace(imp..imp + 12, "import torch as t"),
+        ];
+        let out = nb.apply_edits(NB, &edits).unwrap();
+        let again = Notebook::parse(&out).unwrap();
+        assert!(
+            again.source.contains("loss = f(b).item()\n"),
+            "{}",
+            again.source
+        );
+        assert!(again.source.contains("import torch as t\n"));
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let old: serde_json::Value = serde_json::from_str(NB).unwrap();
+        assert_eq!(v["cells"][0], old["cells"][0]);
+        assert_eq!(v["cells"][1]["outputs"], old["cells"][1]["outputs"]);
+        assert_eq!(v["nbformat"], old["nbformat"]);
+        assert_eq!(
+            v["cells"][1]["source"],
+            serde_json::json!([
+                "%load_ext autoreload\n",
+                "import torch as t\n",
+                "!pip install x"
+            ])
+        );
+        assert!(
+            out.contains("[\n    \"%load_ext autoreload\\n\",\n    \"import torch as t\\n\",\n")
+        );
+        // The one-string cell stays one string.
+        assert!(v["cells"][2]["source"].is_string());
+        // IPython syntax is not Python: an edit there is refused.
+        let magic = nb.source.find("pass").unwrap();
+        assert!(matches!(
+            nb.apply_edits(NB, &[Edit::delete(magic..magic + 4)]),
+            Err(FixError::NotInCell(_))
+        ));
+        // No edit, no change.
+        assert_eq!(nb.apply_edits(NB, &[]).unwrap(), NB);
+    }
+
+    /// The newline the linter adds after a cell without one is not written back.
+    #[test]
+    fn synthetic_newline_is_not_written() {
+        let raw = r#"{"cells": [{"cell_type": "code", "source": ["x = 1"]}, {"cell_type": "code", "source": ["y = 2\n"]}]}"#;
+        let nb = Notebook::parse(raw).unwrap();
+        assert_eq!(nb.source, "x = 1\ny = 2\n");
+        let out = nb
+            .apply_edits(raw, &[Edit::replace(0..6, "x = 3\n")])
+            .unwrap();
+        assert_eq!(
+            out,
+            r#"{"cells": [{"cell_type": "code", "source": ["x = 3"]}, {"cell_type": "code", "source": ["y = 2\n"]}]}"#
+        );
+        let out = nb.apply_edits(raw, &[Edit::insert(6, "z = 0\n")]).unwrap();
+        assert!(out.contains(r#""source": ["z = 0\n", "y = 2\n"]"#), "{out}");
     }
 
     #[test]

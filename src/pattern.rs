@@ -46,10 +46,13 @@ pub enum Pattern {
     CheckpointOnDevice,
     /// Every batch padded to the maximum length.
     PadToMaxLength,
+    /// No memory at all: a `# noqa` comment that suppresses nothing (unused-noqa).
+    UnusedSuppression,
 }
 
 impl Pattern {
-    /// Every pattern, one of each shape (for the confirm table and its test).
+    /// Every memory pattern, one of each shape (for the confirm table and its test);
+    /// [`Pattern::UnusedSuppression`] costs no memory and is not among them.
     pub const ALL: &'static [Pattern] = &[
         Pattern::NoZeroGrad,
         Pattern::KeepGraph {
@@ -104,6 +107,7 @@ impl Pattern {
             Pattern::LoadThenConvert => "weights loaded in one dtype, then converted",
             Pattern::CheckpointOnDevice => "a checkpoint loaded onto the device it was saved from",
             Pattern::PadToMaxLength => "batches padded to the maximum length",
+            Pattern::UnusedSuppression => "a suppression comment that suppresses nothing",
         }
     }
 }

@@ -25,14 +25,28 @@ pub struct Scan<'a> {
     pub self_store: bool,
     /// A store into a name bound at module level or declared `global`.
     pub global_store: bool,
+    /// The raw text, for the rare predicate that reads comments.
+    text: &'a str,
 }
 
 impl<'a> Scan<'a> {
     pub fn new(text: &'a str) -> Self {
-        let mut s = Scan::default();
+        let mut s = Scan {
+            text,
+            ..Scan::default()
+        };
         s.tokens(text);
         s.lines(text);
         s
+    }
+
+    /// Whether the text mentions `noqa` in any case (a suppression comment may be there).
+    /// Scans the text only when asked: only the unused-noqa rule asks.
+    pub fn mentions_noqa(&self) -> bool {
+        self.text
+            .as_bytes()
+            .windows(4)
+            .any(|w| w.eq_ignore_ascii_case(b"noqa"))
     }
 
     /// A name, as a plain identifier or after a `.` (`model` or `self.model`).

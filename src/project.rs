@@ -1000,6 +1000,7 @@ impl ProjectIndex {
             root: &root,
             files: &files,
             memo: Default::default(),
+            modules: Default::default(),
         };
         // Whether each file is PyTorch code through its imports (a fixpoint).
         // Initially: a PyTorch import, or (the project's own modules left out: they are
@@ -1296,11 +1297,29 @@ struct Resolver<'r> {
     files: &'r BTreeMap<PathBuf, FileSummary>,
     /// Answers of [`Resolver::definition`].
     memo: std::cell::RefCell<HashMap<Def, Option<Def>>>,
+    /// Answers of [`Resolver::module_file`], by importing folder and module.
+    modules: std::cell::RefCell<HashMap<PathBuf, HashMap<String, Option<PathBuf>>>>,
 }
 
 impl Resolver<'_> {
-    /// The project file of `module` imported from `from`.
+    /// The project file of `module` imported from `from`. Memoized by folder and
+    /// module: every file of a package asks for the same few modules, and each miss
+    /// costs several path lookups.
     fn module_file(&self, from: &Path, module: &str) -> Option<PathBuf> {
+        let dir = from.parent()?;
+        if let Some(hit) = self.modules.borrow().get(dir).and_then(|m| m.get(module)) {
+            return hit.clone();
+        }
+        let found = self.find_module_file(from, module);
+        self.modules
+            .borrow_mut()
+            .entry(dir.to_path_buf())
+            .or_default()
+            .insert(module.to_owned(), found.clone());
+        found
+    }
+
+    fn find_module_file(&self, from: &Path, module: &str) -> Option<PathBuf> {
         let dots = module.chars().take_while(|&c| c == '.').count();
         let rest = &module[dots..];
         let dir = from.parent()?;

@@ -72,10 +72,35 @@ impl<'a> Context<'a> {
     }
 }
 
+/// Whether a rule's findings come with a fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FixAvailability {
+    /// Never: the rule cannot know the edit.
+    None,
+    /// For some findings (where the rule can tell the edit).
+    Sometimes,
+    /// For every finding.
+    Always,
+}
+
+impl FixAvailability {
+    /// How `oomlint rules` and the README's table say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FixAvailability::None => "",
+            FixAvailability::Sometimes => "sometimes",
+            FixAvailability::Always => "always",
+        }
+    }
+}
+
 pub struct Rule {
     pub code: &'static str,
     pub name: &'static str,
     pub severity: Severity,
+    /// Whether its findings come with a fix (what its "Fix safety" section explains).
+    pub fix: FixAvailability,
     /// The rule's documentation: the doc comment of its `declare_rule!`, in Markdown.
     pub doc: &'static str,
     pub check: fn(&SemanticModel<'_>, &Context<'_>, &mut Vec<Diagnostic>),

@@ -37,7 +37,11 @@ pub fn resolve(
     ignore: &[String],
 ) -> Result<Vec<&'static Rule>, UsageError> {
     let mut on: Vec<&'static Rule> = if select.is_empty() {
-        rules::ALL.to_vec()
+        rules::ALL
+            .iter()
+            .copied()
+            .filter(|r| rules::enabled_by_default(r))
+            .collect()
     } else {
         let mut v = Vec::new();
         for s in select {
@@ -74,5 +78,13 @@ mod tests {
             r.iter().map(|r| r.code).collect::<Vec<_>>(),
             ["OOM201", "OOM203", "OOM204"]
         );
+        // Unused noqa runs only when asked for, by code, prefix or ALL.
+        let default = resolve(&[], &[], &[]).unwrap();
+        assert!(!default.iter().any(|r| r.code == "OOM001"));
+        assert!(!default.is_empty());
+        let all = resolve(&["ALL".into()], &[], &[]).unwrap();
+        assert!(all.iter().any(|r| r.code == "OOM001"));
+        let extended = resolve(&[], &["OOM001".into()], &[]).unwrap();
+        assert_eq!(extended.len(), default.len() + 1);
     }
 }

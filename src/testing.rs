@@ -1,5 +1,6 @@
 //! Fixture expectations: a finding is expected where a line ends with a comment
-//! `# error: OOM201` (or `# error: OOM201, OOM202`). Markers are read from tree-sitter
+//! `# error: OOM201` (or `# error: OOM201, OOM202`, or a `# error:` section after
+//! another comment). Markers are read from tree-sitter
 //! `comment` nodes, so `# error:` inside a string is not a marker.
 
 use std::fmt::Write as _;
@@ -27,8 +28,12 @@ pub fn expectations(source: &str) -> Vec<(usize, String)> {
         let node = cursor.node();
         if node.kind() == "comment" {
             let text = &source[node.byte_range()];
-            let body = text.trim_start_matches('#').trim_start();
-            if let Some(codes) = body.strip_prefix("error:") {
+            // The marker may follow another comment on the line (`# noqa: OOM201  #
+            // error: OOM001` in the unused-noqa fixture).
+            let marker = text
+                .split('#')
+                .find_map(|section| section.trim_start().strip_prefix("error:"));
+            if let Some(codes) = marker {
                 for code in codes.split(',') {
                     let code = code.split_whitespace().next().unwrap_or("");
                     if !code.is_empty() {
@@ -127,6 +132,91 @@ fn python_files(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if p.extension().is_some_and(|x| x == "py") {
             out.push(p);
         }
+    }
+}
+
+/// Where the expected result of applying every fix (safe and unsafe) to a fixture is
+/// kept: `fixtures/OOM202.py` -> `fixtures/OOM202.py.fixed`.
+pub fn fixed_path(path: &str) -> PathBuf {
+    PathBuf::from(format!("{path}.fixed"))
+}
+
+/// Applies the fixes of a fixture and checks what the engine promises:
+///
+/// - with the safe fixes only, and with every fix, the fixed text has no syntax error
+///   the fixture did not have, and the fixer refused nothing;
+/// - no finding that has a safe fix is left after the safe fixes, and no finding that
+///   has any fix is left after every fix;
+/// - the result of every fix is the fixture's `.fixed` file, byte for byte (and a
+///   fixture no fix changes has none). `OOMLINT_UPDATE_FIXED=1` writes the `.fixed`
+///   files instead of comparing (review them like snapshots).
+pub fn check_fixture_fixes(path: &str, source: &[u8]) -> Result<(), String> {
+    use crate::fix::Applicability;
+    let linter = fixture_linter(path, crate::rules::ALL);
+    let original = String::from_utf8_lossy(source);
+    let errors_before = crate::lint::syntax_errors(&original);
+    let mut all_fixed = None;
+    for min in [Applicability::Safe, Applicability::Unsafe] {
+        let out = linter.fix_source(Path::new(path), source, min);
+        if let Some(why) = &out.refused {
+            return Err(format!("{path}: fixes ({min:?} and up) refused: {why}"));
+        }
+        if let Some(fixed) = &out.fixed {
+            let text = String::from_utf8_lossy(fixed);
+            let errors = crate::lint::syntax_errors(&text);
+            if errors > errors_before {
+                return Err(format!(
+                    "{path}: the fixes ({min:?} and up) introduce syntax errors:\n{text}"
+                ));
+            }
+        }
+        let left: Vec<String> = out
+            .report
+            .findings
+            .iter()
+            .filter(|f| f.fix.as_ref().is_some_and(|x| x.applies(min)))
+            .map(|f| format!("line {} {} {}", f.line, f.code, f.message))
+            .collect();
+        if !left.is_empty() {
+            return Err(format!(
+                "{path}: after applying the fixes ({min:?} and up), findings with such a fix remain:\n  {}",
+                left.join("\n  ")
+            ));
+        }
+        if min == Applicability::Unsafe {
+            all_fixed = out.fixed;
+        }
+    }
+    let expected_at = fixed_path(path);
+    if std::env::var_os("OOMLINT_UPDATE_FIXED").is_some() {
+        let written = match &all_fixed {
+            Some(fixed) => std::fs::write(&expected_at, fixed),
+            None if expected_at.exists() => std::fs::remove_file(&expected_at),
+            None => Ok(()),
+        };
+        return written.map_err(|e| format!("{}: {e}", expected_at.display()));
+    }
+    let expected = std::fs::read(&expected_at).ok();
+    match (all_fixed, expected) {
+        (None, None) => Ok(()),
+        (Some(_), None) => Err(format!(
+            "{path}: its fixes change it but there is no {}: run `OOMLINT_UPDATE_FIXED=1 cargo test --test fixtures` and review it",
+            expected_at.display()
+        )),
+        (None, Some(_)) => Err(format!(
+            "{path}: no fix changes it, but {} exists: remove it",
+            expected_at.display()
+        )),
+        (Some(got), Some(want)) if got == want => Ok(()),
+        (Some(got), Some(want)) => Err(format!(
+            "{path}: the fixed text differs from {} (OOMLINT_UPDATE_FIXED=1 rewrites it):\n{}",
+            expected_at.display(),
+            crate::fix::unified_diff(
+                &expected_at.display().to_string(),
+                &String::from_utf8_lossy(&want),
+                &String::from_utf8_lossy(&got)
+            )
+        )),
     }
 }
 

@@ -371,7 +371,12 @@ fn version() {
 // Output formats
 // ---------------------------------------------------------------------------
 
-const JSON_KEYS: [&str; 10] = [
+/// The summary line: the first line on stderr (ruff's fix hints may follow it).
+fn summary_line(stderr: &str) -> &str {
+    stderr.lines().next().unwrap_or("")
+}
+
+const JSON_KEYS: [&str; 11] = [
     "code",
     "name",
     "severity",
@@ -382,6 +387,8 @@ const JSON_KEYS: [&str; 10] = [
     "column",
     "end_line",
     "end_column",
+    // ruff's fix object, or null.
+    "fix",
 ];
 
 #[test]
@@ -505,13 +512,22 @@ fn text_summary_line_on_stderr() {
     let dir = standard_tree();
     let r = run(dir.path(), &["--color", "never"]);
     assert_eq!(r.code, 1);
-    assert_eq!(r.stderr, "Found 3 problems in 2 files (3 files checked)\n");
+    assert_eq!(
+        summary_line(&r.stderr),
+        "Found 3 problems in 2 files (3 files checked)"
+    );
 
     let r = run(dir.path(), &["--color", "never", "train.py"]);
-    assert_eq!(r.stderr, "Found 2 problems in 1 file (1 file checked)\n");
+    assert_eq!(
+        summary_line(&r.stderr),
+        "Found 2 problems in 1 file (1 file checked)"
+    );
 
     let r = run(dir.path(), &["--color", "never", "models"]);
-    assert_eq!(r.stderr, "Found 1 problem in 1 file (1 file checked)\n");
+    assert_eq!(
+        summary_line(&r.stderr),
+        "Found 1 problem in 1 file (1 file checked)"
+    );
 
     let r = run(dir.path(), &["clean.py"]);
     assert_eq!(r.code, 0);
@@ -724,7 +740,10 @@ fn overlapping_paths_lint_each_file_once_in_path_order() {
         assert_eq!(files, expected, "{args:?}");
     }
     let r = run(dir.path(), &["--color", "never", "pkg/", "."]);
-    assert_eq!(r.stderr, "Found 3 problems in 3 files (3 files checked)\n");
+    assert_eq!(
+        summary_line(&r.stderr),
+        "Found 3 problems in 3 files (3 files checked)"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -873,7 +892,10 @@ fn only_python_files_are_walked() {
         ("data.py.json", b"{}"),
     ]);
     let r = run(dir.path(), &["--color", "never"]);
-    assert_eq!(r.stderr, "Found 1 problem in 1 file (1 file checked)\n");
+    assert_eq!(
+        summary_line(&r.stderr),
+        "Found 1 problem in 1 file (1 file checked)"
+    );
     assert_eq!(linted_files(dir.path(), &[]), ["train.py"]);
     // Named explicitly, any file is linted.
     assert_eq!(linted_files(dir.path(), &["notes.txt"]), ["notes.txt"]);

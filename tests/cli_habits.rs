@@ -325,27 +325,36 @@ fn mistyped_subcommand_suggests_it_unless_the_path_exists() {
 // The summary line
 // ---------------------------------------------------------------------------
 
+/// The summary line: the last line on stderr but ruff's fix hint, which may follow it.
+fn summary_line(stderr: &str) -> &str {
+    stderr
+        .lines()
+        .rev()
+        .find(|l| !l.starts_with("[*]") && !l.starts_with("No fixes available"))
+        .unwrap_or("")
+}
+
 #[test]
 fn summary_counts_findings_and_unreadable_files_apart() {
     let dir = tree(&[("a.py", TRAIN), ("b.py", DERIVED), ("c.py", "x = 1\n")]);
     std::fs::write(dir.path().join("bin.py"), b"import torch\0\x01\x02").unwrap();
     let r = run(dir.path(), &["--no-cache", "."]);
     assert_eq!(r.code, 2, "{r:#?}");
-    let last = r.stderr.lines().last().unwrap();
+    let last = summary_line(&r.stderr);
     assert_eq!(
         last,
         "Found 4 problems in 2 files (3 files checked); 1 file could not be read"
     );
     let r = run(dir.path(), &["--no-cache", "c.py", "bin.py", "missing.py"]);
     assert_eq!(
-        r.stderr.lines().last().unwrap(),
+        summary_line(&r.stderr),
         "No problems found in 1 file checked; 2 paths could not be read"
     );
     for r in [
         r,
         run(dir.path(), &["--no-cache", "--allow-unlintable", "."]),
     ] {
-        let last = r.stderr.lines().last().unwrap().to_owned();
+        let last = summary_line(&r.stderr).to_owned();
         assert!(!last.contains(") ("), "doubled brackets: {last}");
         assert!(!last.contains("(see above)"), "{last}");
     }
@@ -384,9 +393,9 @@ fn derived_finding_names_the_accumulation_in_every_format() {
             "message": note, "line": 15, "column": 9, "end_line": 15, "end_column": 27
         }])
     );
-    // The finding without related locations keeps exactly its ten keys.
+    // The finding without related locations keeps exactly its ten keys, and `fix`.
     let acc = findings.iter().find(|f| f["code"] == "OOM202").unwrap();
-    assert_eq!(acc.as_object().unwrap().len(), 10, "{acc}");
+    assert_eq!(acc.as_object().unwrap().len(), 11, "{acc}");
 
     let sarif = run(dir.path(), &["--no-cache", "--format", "sarif", "train.py"]);
     let log: Value = serde_json::from_str(&sarif.stdout).unwrap();

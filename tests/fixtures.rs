@@ -1,5 +1,6 @@
 //! Runs every fixture under `fixtures/` as its own test: the findings of all rules
-//! must be exactly the `# error: CODE` markers.
+//! must be exactly the `# error: CODE` markers, and applying every fix must give the
+//! fixture's `.fixed` file (see `oomlint::testing::check_fixture_fixes`).
 
 use std::fmt;
 use std::path::Path;
@@ -26,6 +27,10 @@ impl std::error::Error for Mismatch {}
 fn fixture(path: &Path, source: Vec<u8>) -> datatest_stable::Result<()> {
     let shown = path.to_string_lossy().replace('\\', "/");
     oomlint::testing::check_fixture(&shown, &source, oomlint::rules::ALL)
+        .map_err(|m| Box::new(Mismatch(m)) as Box<dyn std::error::Error>)?;
+    // Every fix applied: the text still parses, the fixed findings are gone, and the
+    // result is the fixture's `.fixed` file.
+    oomlint::testing::check_fixture_fixes(&shown, &source)
         .map_err(|m| Box::new(Mismatch(m)) as Box<dyn std::error::Error>)?;
     // The prefilter may only skip files where no rule fires: with each rule alone (so
     // one rule's needles can't hide another's gap), findings are the same without it.

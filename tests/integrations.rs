@@ -436,6 +436,7 @@ fn output_file() {
         "column",
         "end_line",
         "end_column",
+        "fix",
     ];
     want.sort_unstable();
     assert_eq!(keys, want);
@@ -689,7 +690,11 @@ fn notebooks_belong_to_the_project_index() {
         .collect();
     assert_eq!(
         lines,
-        ["explore.ipynb:cell 2:3:1: OOM402", "train.py:5:1: OOM402"]
+        // `[*]`: the repeated moves are fixable (safe: nothing touches the model between).
+        [
+            "explore.ipynb:cell 2:3:1: OOM402 [*]",
+            "train.py:5:1: OOM402 [*]"
+        ]
     );
 }
 

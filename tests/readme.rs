@@ -67,7 +67,7 @@ fn readme_example_output_is_what_oomlint_prints() {
         "README's sample output is stale: replace it with `NO_COLOR=1 oomlint examples/train.py`"
     );
     assert!(
-        shown.ends_with("Found 2 problems in 1 file (1 file checked)\n"),
+        shown.contains("\nFound 2 problems in 1 file (1 file checked)\n"),
         "{shown}"
     );
 }

@@ -39,6 +39,8 @@ pub enum Command {
         )]
         format: ListFormat,
     },
+    /// Run the language server (LSP over stdin and stdout) for editors.
+    Server,
     /// Remove the result cache (`.oomlint_cache/`) of the current directory.
     Clean,
     /// Lint, then measure what each finding really costs in memory with libtorch
@@ -165,10 +167,45 @@ pub struct CheckArgs {
     /// with a unit (64M, 10MiB, 500KB).
     #[arg(long, value_name = "SIZE", default_value = "64MiB", value_parser = oomlint::source::parse_size)]
     pub max_file_size: u64,
+    /// Add `# noqa: CODE` to every line with a finding (merged into a `noqa` list already
+    /// there), so an existing repository adopts oomlint in one commit; prints how many
+    /// comments were added.
+    #[arg(long, conflicts_with_all = ["stdin_filename", "statistics"])]
+    pub add_noqa: bool,
     /// Files that cannot be linted (binary, unreadable, not a regular file, a broken
     /// notebook) are still reported in every format, but do not make the exit code 2.
     #[arg(long)]
     pub allow_unlintable: bool,
+    /// Apply the safe fixes, and report what remains.
+    #[arg(long, help_heading = "Fixes")]
+    pub fix: bool,
+    /// Apply the unsafe fixes too (with --fix, --fix-only or --diff); alone, count them
+    /// as fixable in the output.
+    #[arg(long, help_heading = "Fixes")]
+    pub unsafe_fixes: bool,
+    /// Print a unified diff of the fixes instead of applying them; exit 1 when there is
+    /// a diff.
+    #[arg(long, help_heading = "Fixes", conflicts_with = "fix_only")]
+    pub diff: bool,
+    /// Apply the fixes and report nothing that remains; exit 0 unless something failed.
+    #[arg(long, help_heading = "Fixes")]
+    pub fix_only: bool,
+}
+
+impl CheckArgs {
+    /// Whether this run changes files or shows what it would change.
+    pub fn fixing(&self) -> bool {
+        self.fix || self.fix_only || self.diff
+    }
+
+    /// The least applicability a fix needs to be applied (and marked `[*]`).
+    pub fn min_applicability(&self) -> oomlint::fix::Applicability {
+        if self.unsafe_fixes {
+            oomlint::fix::Applicability::Unsafe
+        } else {
+            oomlint::fix::Applicability::Safe
+        }
+    }
 }
 
 const SUBCOMMANDS: &[&str] = &[
@@ -176,6 +213,7 @@ const SUBCOMMANDS: &[&str] = &[
     "rule",
     "rules",
     "clean",
+    "server",
     "confirm",
     "__scenario",
     "__options",

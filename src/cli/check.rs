@@ -13,6 +13,7 @@ use oomlint::cache::Cache;
 use oomlint::config::{Overrides, Resolver};
 use oomlint::confirm::{ConfirmOptions, Confirmations};
 use oomlint::error::FileError;
+use oomlint::fix::Applicability;
 use oomlint::lint::{LintOptions, Linter, Speculation};
 use oomlint::project::{project_root, NoStore, ProjectIndex, Projects, Summarized, SummaryStore};
 use oomlint::render::{self, Color, Format};
@@ -24,10 +25,31 @@ use super::args::{CheckArgs, FailOn};
 use super::summary::Summary;
 use super::{config_failed, report_error, usage_error, ExitStatus};
 
-/// What linting gave: the paths that could not be walked, and a report per file.
+/// What linting gave: the paths that could not be walked, and a report per file (after
+/// fixing, of the fixed file), with what fixing did to it.
 struct Linted {
     walk_errors: Vec<FileError>,
     reports: Vec<FileReport>,
+    fixes: Vec<Fixed>,
+}
+
+/// What `--fix`, `--fix-only` or `--diff` did to one file.
+#[derive(Default)]
+struct Fixed {
+    /// How many findings the fixes removed (or, with `--diff`, would remove).
+    applied: usize,
+    /// `--diff`: the unified diff of the fixes.
+    diff: Option<String>,
+    /// stdin: the fixed text (the text as read, when nothing was fixed).
+    stdout: Option<Vec<u8>>,
+}
+
+/// How this run fixes, when it does.
+#[derive(Clone, Copy)]
+struct FixMode {
+    min: Applicability,
+    /// `--diff`: show, write nothing.
+    diff: bool,
 }
 
 pub fn check(a: CheckArgs, confirm: Option<ConfirmOptions>) -> ExitStatus {
@@ -77,22 +99,47 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     // `-` among the paths, or `--stdin-filename`, reads stdin.
     let dash = a.paths.iter().any(|p| p.as_os_str() == "-");
     let from_stdin = dash || a.stdin_filename.is_some();
+    if from_stdin && a.add_noqa {
+        return Err(usage_error("--add-noqa edits files: it cannot edit stdin"));
+    }
+    let fix = a.fixing().then_some(FixMode {
+        min: a.min_applicability(),
+        diff: a.diff,
+    });
     let Linted {
         walk_errors,
         reports,
+        fixes,
     } = if from_stdin {
         let name = a
             .stdin_filename
             .clone()
             .unwrap_or_else(|| PathBuf::from("-"));
-        lint_stdin(a, &name, &resolver, lint_opts)?
+        lint_stdin(a, &name, &resolver, lint_opts, fix)?
     } else {
-        lint_paths(a, &paths, &resolver, lint_opts, threads, &pool)?
+        lint_paths(a, &paths, &resolver, lint_opts, threads, &pool, fix)?
     };
     // A CI job pointed at the wrong folder must not pass in silence.
     let empty = !from_stdin && reports.is_empty() && walk_errors.is_empty();
     if empty {
         eprintln!("oomlint: warning: no Python files found under the given paths");
+    }
+    if fix.is_some() {
+        if empty && a.exit_non_zero_on_empty {
+            return Ok(ExitStatus::Error);
+        }
+        return Ok(finish_fixing(a, &walk_errors, &reports, &fixes));
+    }
+
+    if a.add_noqa {
+        return Ok(add_noqa(
+            a,
+            &resolver,
+            lint_opts,
+            &reports,
+            &walk_errors,
+            &pool,
+        ));
     }
 
     // `oomlint confirm`: measure the findings before printing them.
@@ -117,6 +164,7 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     let summary = Summary::new(&reports, walk_errors.len());
     if a.format == Format::Text && !a.quiet {
         eprintln!("{summary}");
+        print_fix_hint(&reports, a.min_applicability(), false);
     }
     if empty && a.exit_non_zero_on_empty {
         return Ok(ExitStatus::Error);
@@ -131,6 +179,129 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
         .filter(|f| f.severity >= least)
         .count();
     Ok(ExitStatus::of_run(fatal, failing, a.exit_zero))
+}
+
+/// The end of a run that fixes: the remaining findings (`--fix`), the diffs (`--diff`)
+/// or nothing (`--fix-only`), the summary, and the exit status: `--diff` fails when
+/// there is a diff, `--fix` when findings remain, `--fix-only` only on errors.
+fn finish_fixing(
+    a: &CheckArgs,
+    walk_errors: &[FileError],
+    reports: &[FileReport],
+    fixes: &[Fixed],
+) -> ExitStatus {
+    let applied: usize = fixes.iter().map(|f| f.applied).sum();
+    let mut stdout = std::io::stdout().lock();
+    let mut written = Ok(());
+    for f in fixes {
+        if let Some(text) = &f.stdout {
+            written = written.and_then(|_| stdout.write_all(text));
+        }
+    }
+    if a.diff {
+        for f in fixes {
+            if let Some(d) = &f.diff {
+                written =
+                    written.and_then(|_| stdout.write_all(render::sanitize_lines(d).as_bytes()));
+            }
+        }
+    }
+    written = written.and_then(|_| stdout.flush());
+    drop(stdout);
+    if let Err(e) = written {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return usage_error(&format!("cannot write output: {e}"));
+        }
+    }
+    // The remaining findings: on stdout with --fix (stdin's stdout holds the fixed text:
+    // they go to stderr there), nowhere with --fix-only or --diff.
+    let stdin = a.stdin_filename.is_some() || a.paths.iter().any(|p| p.as_os_str() == "-");
+    if a.fix && !a.fix_only && !a.diff {
+        let result = if stdin {
+            render::render(
+                &mut std::io::stderr().lock(),
+                a.format,
+                reports,
+                false,
+                None,
+            )
+        } else {
+            write_output(a, reports, None).map_err(|_| std::io::Error::other("output"))
+        };
+        if result.is_err() {
+            return ExitStatus::Error;
+        }
+    }
+    let fatal = report_problems(walk_errors, reports, a.allow_unlintable);
+    let mut summary = Summary::new(reports, walk_errors.len());
+    summary.fixed = Some(applied);
+    summary.files_with_findings = reports
+        .iter()
+        .zip(fixes)
+        .filter(|(r, f)| !r.findings.is_empty() || f.applied > 0)
+        .count();
+    let remaining = summary.findings;
+    if !a.quiet {
+        if a.diff {
+            eprintln!(
+                "Would fix {applied} {} ({remaining} remaining)",
+                if applied == 1 { "problem" } else { "problems" }
+            );
+        } else if a.fix_only {
+            eprintln!(
+                "Fixed {applied} {}",
+                if applied == 1 { "problem" } else { "problems" }
+            );
+        } else if a.format == Format::Text || stdin {
+            eprintln!("{summary}");
+            print_fix_hint(reports, a.min_applicability(), true);
+        }
+    }
+    let has_diff = fixes.iter().any(|f| f.diff.is_some());
+    if fatal > 0 {
+        ExitStatus::Error
+    } else if a.diff {
+        if has_diff && !a.exit_zero {
+            ExitStatus::Failure
+        } else {
+            ExitStatus::Success
+        }
+    } else if a.fix_only {
+        ExitStatus::Success
+    } else {
+        ExitStatus::of_run(0, remaining, a.exit_zero)
+    }
+}
+
+/// ruff's hint under the summary: how many findings `--fix` would fix, and how many
+/// more `--unsafe-fixes` would. After fixing, only the hidden ones are worth a line.
+fn print_fix_hint(reports: &[FileReport], min: Applicability, fixed: bool) {
+    let fixes = reports
+        .iter()
+        .flat_map(|r| &r.findings)
+        .filter_map(|f| f.fix.as_ref());
+    let (mut fixable, mut hidden) = (0, 0);
+    for f in fixes {
+        if f.applies(min) {
+            fixable += 1;
+        } else {
+            hidden += 1;
+        }
+    }
+    let hidden_note = match hidden {
+        0 => String::new(),
+        1 => "1 hidden fix can be enabled with the --unsafe-fixes option".to_owned(),
+        n => format!("{n} hidden fixes can be enabled with the --unsafe-fixes option"),
+    };
+    if fixable > 0 && !fixed {
+        if hidden_note.is_empty() {
+            eprintln!("[*] {fixable} fixable with the --fix option");
+        } else {
+            eprintln!("[*] {fixable} fixable with the --fix option ({hidden_note})");
+        }
+    } else if hidden > 0 {
+        eprintln!("No fixes available ({hidden_note})");
+    }
 }
 
 /// The configuration of the run: the files it names, with the command line's overrides.
@@ -157,6 +328,7 @@ fn lint_stdin(
     name: &Path,
     resolver: &Arc<Resolver>,
     lint_opts: LintOptions,
+    fix: Option<FixMode>,
 ) -> Result<Linted, ExitStatus> {
     let only_dash = a.paths.len() == 1 && a.paths[0].as_os_str() == "-";
     if !a.paths.is_empty() && !only_dash {
@@ -174,11 +346,32 @@ fn lint_stdin(
     if config_failed(resolver) {
         return Err(ExitStatus::Error);
     }
+    let mut fixes = Vec::new();
     let reports = if a.force_exclude && settings.is_excluded_anywhere(name) {
+        if fix.is_some_and(|m| !m.diff) {
+            fixes.push(Fixed {
+                stdout: bytes,
+                ..Default::default()
+            });
+        }
         Vec::new()
     } else if let Some(bytes) = bytes {
         let linter = Linter::configured(resolver.clone()).with_options(lint_opts);
-        vec![linter.lint_source(name, &bytes)]
+        match fix {
+            None => vec![linter.lint_source(name, &bytes)],
+            Some(mode) => {
+                // stdin is not written back: --fix prints the fixed text, --diff the diff.
+                let out = linter.fix_source(name, &bytes, mode.min);
+                let display = oomlint::paths::display(name);
+                let new = out.fixed.as_deref().unwrap_or(&bytes);
+                fixes.push(Fixed {
+                    applied: out.applied,
+                    diff: diff_of(mode, &display, &bytes, out.fixed.as_deref()),
+                    stdout: (!mode.diff).then(|| new.to_vec()),
+                });
+                vec![out.report]
+            }
+        }
     } else {
         let display = oomlint::paths::display(name);
         vec![FileReport {
@@ -187,10 +380,77 @@ fn lint_stdin(
             ..Default::default()
         }]
     };
+    fixes.resize_with(reports.len().max(fixes.len()), Fixed::default);
     Ok(Linted {
         walk_errors: Vec::new(),
         reports,
+        fixes,
     })
+}
+/// `--diff`: the unified diff of a file's fixes, if they change it.
+fn diff_of(mode: FixMode, display: &str, old: &[u8], new: Option<&[u8]>) -> Option<String> {
+    let new = new.filter(|_| mode.diff)?;
+    let d = oomlint::fix::unified_diff(
+        display,
+        &String::from_utf8_lossy(old),
+        &String::from_utf8_lossy(new),
+    );
+    (!d.is_empty()).then_some(d)
+}
+
+/// Fixes one linted file: lints it again with the fixes applied, pass after pass, and
+/// writes the result atomically (or, with `--diff`, only diffs it). A file that cannot
+/// be written keeps its findings and gets an error; the other files are still fixed.
+fn fix_file(
+    linter: &Linter,
+    path: &Path,
+    report: FileReport,
+    mode: FixMode,
+    max_file_size: u64,
+) -> (FileReport, Fixed) {
+    let wants = report
+        .findings
+        .iter()
+        .any(|f| f.fix.as_ref().is_some_and(|x| x.applies(mode.min)));
+    if !wants {
+        return (report, Fixed::default());
+    }
+    let Ok(bytes) = oomlint::source::read_file(path, max_file_size) else {
+        return (report, Fixed::default());
+    };
+    let out = linter.fix_source(path, &bytes, mode.min);
+    let Some(new) = out.fixed else {
+        return (out.report, Fixed::default());
+    };
+    let display = oomlint::paths::display(path);
+    if mode.diff {
+        let diff = diff_of(mode, &display, &bytes, Some(&new));
+        return (
+            out.report,
+            Fixed {
+                applied: out.applied,
+                diff,
+                stdout: None,
+            },
+        );
+    }
+    match oomlint::fix::write_atomic(path, &new) {
+        Ok(()) => (
+            out.report,
+            Fixed {
+                applied: out.applied,
+                ..Default::default()
+            },
+        ),
+        Err(e) => {
+            let mut report = report;
+            report.errors.push(FileError::Write {
+                path: display,
+                reason: oomlint::error::io_reason(&e),
+            });
+            (report, Fixed::default())
+        }
+    }
 }
 
 /// Walks `paths` and lints every Python file and notebook found, on `pool`.
@@ -201,6 +461,7 @@ fn lint_paths(
     lint_opts: LintOptions,
     threads: usize,
     pool: &rayon::ThreadPool,
+    fix: Option<FixMode>,
 ) -> Result<Linted, ExitStatus> {
     let root_settings = resolver.for_dir(if paths[0].is_dir() {
         &paths[0]
@@ -249,15 +510,23 @@ fn lint_paths(
         seen = files.iter().map(|f| linted.remove(&f.path)).collect();
     }
     seen.resize_with(files.len(), || None);
-    let linted: Vec<(FileReport, bool)> = pool.install(|| {
+    let linted: Vec<(FileReport, bool, Fixed)> = pool.install(|| {
         files
             .par_iter()
             .zip(seen.into_par_iter())
-            .map(|(f, seen)| linter.lint_path_after(&f.path, seen))
+            .map(|(f, seen)| {
+                let (report, kept) = linter.lint_path_after(&f.path, seen);
+                let (report, fixed) = match fix {
+                    Some(mode) => fix_file(&linter, &f.path, report, mode, a.max_file_size),
+                    None => (report, Fixed::default()),
+                };
+                (report, kept, fixed)
+            })
             .collect()
     });
-    let kept = linted.iter().filter(|(_, kept)| *kept).count();
-    let reports: Vec<FileReport> = linted.into_iter().map(|(r, _)| r).collect();
+    let kept = linted.iter().filter(|(_, kept, _)| *kept).count();
+    let (reports, fixes): (Vec<FileReport>, Vec<Fixed>) =
+        linted.into_iter().map(|(r, _, f)| (r, f)).unzip();
     if a.prefilter_stats {
         eprintln!(
             "project: {kept} of {} files linted in the index's pass, {} linted again",
@@ -275,6 +544,7 @@ fn lint_paths(
     Ok(Linted {
         walk_errors,
         reports,
+        fixes,
     })
 }
 
@@ -358,6 +628,75 @@ fn project_index(
     (out, linted)
 }
 
+/// `--add-noqa`: adds the comments to the files with findings, each written atomically,
+/// and says how many. A file that cannot be edited is reported and fails the run.
+fn add_noqa(
+    a: &CheckArgs,
+    resolver: &Arc<Resolver>,
+    lint_opts: LintOptions,
+    reports: &[FileReport],
+    walk_errors: &[FileError],
+    pool: &rayon::ThreadPool,
+) -> ExitStatus {
+    let linter = Linter::configured(resolver.clone()).with_options(lint_opts);
+    let todo: Vec<&Path> = reports
+        .iter()
+        .filter(|r| !r.findings.is_empty())
+        .filter_map(|r| r.file.as_deref())
+        .collect();
+    let results: Vec<(String, Result<usize, String>)> = pool.install(|| {
+        todo.par_iter()
+            .map(|path| {
+                let shown = oomlint::paths::display(path);
+                let outcome = oomlint::source::read_file(path, a.max_file_size)
+                    .map_err(|e| match e {
+                        oomlint::source::ReadError::Io(e) => {
+                            format!("cannot read it: {}", oomlint::error::io_reason(&e))
+                        }
+                        _ => "it changed while oomlint ran; not edited".to_owned(),
+                    })
+                    .map(|bytes| linter.add_noqa_source(path, &bytes));
+                let result = match outcome {
+                    Err(e) => Err(e),
+                    Ok(o) => match (o.refused, o.fixed) {
+                        (Some(why), _) => Err(why),
+                        (None, Some(bytes)) => oomlint::fix::write_atomic(path, &bytes)
+                            .map(|()| o.added)
+                            .map_err(|e| {
+                                format!("cannot write it: {}", oomlint::error::io_reason(&e))
+                            }),
+                        (None, None) => Ok(0),
+                    },
+                };
+                (shown, result)
+            })
+            .collect()
+    });
+    let problems = report_problems(walk_errors, reports, a.allow_unlintable);
+    let mut failed = problems;
+    let mut added = 0;
+    for (shown, r) in results {
+        match r {
+            Ok(n) => added += n,
+            Err(why) => {
+                failed += 1;
+                eprintln!(
+                    "oomlint: error: {}: {}",
+                    render::sanitize(&shown),
+                    render::sanitize(&why)
+                );
+            }
+        }
+    }
+    let s = if added == 1 { "" } else { "s" };
+    eprintln!("Added {added} noqa comment{s}.");
+    if failed > 0 {
+        ExitStatus::Error
+    } else {
+        ExitStatus::Success
+    }
+}
+
 /// Writes the findings (or `--statistics`) to stdout or `--output-file`.
 fn write_output(
     a: &CheckArgs,
@@ -387,13 +726,16 @@ fn write_output(
     let written = if a.statistics {
         render::render_statistics(&mut out, reports, a.format)
     } else {
-        render::render_width(
+        render::render_with(
             &mut out,
             a.format,
             reports,
-            color,
-            text_width(terminal),
             confirmations,
+            render::RenderOptions {
+                color,
+                width: text_width(terminal),
+                fixable: a.min_applicability(),
+            },
         )
     };
     if let Err(e) = written.and_then(|_| out.flush()) {

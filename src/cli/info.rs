@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use oomlint::config::Resolver;
+use oomlint::rule::FixAvailability;
 use oomlint::rules;
 
 use super::args::ListFormat;
@@ -13,6 +14,12 @@ use super::{config_failed, usage_error, ExitStatus};
 pub fn rule(rule: Option<&str>, all: bool) -> ExitStatus {
     let print = |r: &oomlint::rule::Rule| {
         println!("# {} ({})\n", r.code, r.name);
+        let fix = match r.fix {
+            FixAvailability::None => "Fix: none",
+            FixAvailability::Sometimes => "Fix: sometimes available (see Fix safety)",
+            FixAvailability::Always => "Fix: always available (see Fix safety)",
+        };
+        println!("{fix}\n");
         print!("{}", r.documentation());
     };
     if all {
@@ -57,8 +64,14 @@ pub fn rule(rule: Option<&str>, all: bool) -> ExitStatus {
 pub fn rules(format: ListFormat) -> ExitStatus {
     match format {
         ListFormat::Text => {
+            // `[*]` marks the rules that can fix, as ruff marks fixable findings.
             for r in rules::ALL {
-                println!("{:<8} {:<28} {}", r.code, r.name, r.summary());
+                let fix = if r.fix == FixAvailability::None {
+                    "   "
+                } else {
+                    "[*]"
+                };
+                println!("{:<8} {:<28} {fix} {}", r.code, r.name, r.summary());
             }
         }
         ListFormat::Markdown => print!("{}", oomlint::rules::markdown_table()),
@@ -70,6 +83,7 @@ pub fn rules(format: ListFormat) -> ExitStatus {
                         "code": r.code,
                         "name": r.name,
                         "severity": r.severity,
+                        "fix": r.fix,
                         "summary": r.summary(),
                     })
                 })

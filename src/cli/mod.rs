@@ -69,9 +69,22 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         Command::Rule { rule, all } => info::rule(rule.as_deref(), all),
         Command::Options => info::options_table(),
         Command::Clean => info::clean(),
+        Command::Server => server(),
         Command::Rules { format } => info::rules(format),
     };
     status.into()
+}
+
+/// `oomlint server`: the language server on stdio until the editor says `exit`.
+fn server() -> ExitStatus {
+    let (connection, io_threads) = lsp_server::Connection::stdio();
+    let served = oomlint::server::serve(&connection);
+    drop(connection);
+    let joined = io_threads.join();
+    match served.and(joined.map_err(|e| e.to_string())) {
+        Ok(()) => ExitStatus::Success,
+        Err(e) => usage_error(&format!("language server: {e}")),
+    }
 }
 
 /// Prints an error in how oomlint was invoked (or in its environment).

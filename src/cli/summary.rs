@@ -19,11 +19,28 @@ pub struct Summary {
     pub unreadable_paths: usize,
     /// Files skipped as larger than `--max-file-size`.
     pub skipped: usize,
+    /// With `--fix`: how many findings the fixes removed (`findings` are those left).
+    pub fixed: Option<usize>,
+    /// With `--fix`: files whose fixes could not be written (read-only).
+    pub unwritten_files: usize,
 }
 
 impl Summary {
     pub fn new(reports: &[FileReport], unreadable_paths: usize) -> Summary {
-        let unreadable_files = reports.iter().filter(|r| !r.errors.is_empty()).count();
+        // A file whose fixes could not be written was read and linted.
+        let unwritten = |r: &&FileReport| {
+            r.errors
+                .iter()
+                .all(|e| matches!(e, oomlint::error::FileError::Write { .. }))
+        };
+        let unreadable_files = reports
+            .iter()
+            .filter(|r| !r.errors.is_empty() && !unwritten(r))
+            .count();
+        let unwritten_files = reports
+            .iter()
+            .filter(|r| !r.errors.is_empty() && unwritten(r))
+            .count();
         let skipped = reports
             .iter()
             .filter(|r| r.errors.is_empty())
@@ -40,6 +57,8 @@ impl Summary {
             unreadable_files,
             unreadable_paths,
             skipped,
+            fixed: None,
+            unwritten_files,
         }
     }
 
@@ -55,6 +74,13 @@ impl Summary {
                 plural(unreadable, "file", "files")
             };
             s.push_str(&format!("; {unreadable} {noun} could not be read"));
+        }
+        if self.unwritten_files > 0 {
+            s.push_str(&format!(
+                "; {} {} could not be written",
+                self.unwritten_files,
+                plural(self.unwritten_files, "file", "files")
+            ));
         }
         if self.skipped > 0 {
             s.push_str(&format!(
@@ -83,6 +109,19 @@ impl fmt::Display for Summary {
             plural(self.checked, "file", "files")
         );
         let problems = self.problems();
+        let fixed = self.fixed.unwrap_or(0);
+        if fixed > 0 {
+            // ruff's wording: the problems found, how many the fixes removed, how many are left.
+            let found = self.findings + fixed;
+            return write!(
+                f,
+                "Found {found} {} ({fixed} fixed, {} remaining) in {} {} ({checked}){problems}",
+                plural(found, "problem", "problems"),
+                self.findings,
+                self.files_with_findings,
+                plural(self.files_with_findings, "file", "files"),
+            );
+        }
         if self.findings > 0 {
             write!(
                 f,
@@ -122,8 +161,34 @@ mod tests {
             unreadable_files: files_bad,
             unreadable_paths: paths_bad,
             skipped,
+            fixed: None,
+            unwritten_files: 0,
         }
         .to_string()
+    }
+
+    #[test]
+    fn wording_after_fixes() {
+        let mut s = Summary {
+            findings: 1,
+            files_with_findings: 2,
+            checked: 3,
+            unreadable_files: 0,
+            unreadable_paths: 0,
+            skipped: 0,
+            fixed: Some(2),
+            unwritten_files: 1,
+        };
+        assert_eq!(
+            s.to_string(),
+            "Found 3 problems (2 fixed, 1 remaining) in 2 files (3 files checked); 1 file could not be written"
+        );
+        s.findings = 0;
+        s.unwritten_files = 0;
+        assert_eq!(
+            s.to_string(),
+            "Found 2 problems (2 fixed, 0 remaining) in 2 files (3 files checked)"
+        );
     }
 
     #[test]

@@ -259,10 +259,11 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    /// The scenario that measures a pattern. Exhaustive: a new `Pattern` does not
-    /// compile until it has a scenario.
-    pub fn of(pattern: Pattern) -> Scenario {
-        match pattern {
+    /// The scenario that measures a pattern; `None` for a pattern that costs no memory.
+    /// Exhaustive: a new `Pattern` does not compile until it has a scenario (or says it
+    /// has none).
+    pub fn of(pattern: Pattern) -> Option<Scenario> {
+        Some(match pattern {
             Pattern::NoZeroGrad => Scenario::NoZeroGrad,
             Pattern::KeepGraph {
                 origin: Origin::Loss,
@@ -286,11 +287,12 @@ impl Scenario {
             Pattern::LoadThenConvert => Scenario::LoadThenConvert,
             Pattern::CheckpointOnDevice => Scenario::CheckpointOnDevice,
             Pattern::PadToMaxLength => Scenario::PadToMaxLength,
-        }
+            Pattern::UnusedSuppression => return None,
+        })
     }
 
     /// The scenario that measures a finding: the one of its pattern.
-    pub fn for_finding(f: &Finding) -> Scenario {
+    pub fn for_finding(f: &Finding) -> Option<Scenario> {
         Scenario::of(f.pattern)
     }
 
@@ -431,7 +433,7 @@ pub fn markdown_table() -> String {
         "| Pattern | Scenario | As flagged | As fixed | Figure |\n| --- | --- | --- | --- | --- |\n",
     );
     for &p in Pattern::ALL {
-        let sc = Scenario::of(p);
+        let Some(sc) = Scenario::of(p) else { continue };
         let (flagged, fixed) = sc.variants();
         s.push_str(&format!(
             "| {} | `{}` | {} | {} | {} |\n",
@@ -732,7 +734,7 @@ mod tests {
     fn every_pattern_has_a_scenario_and_a_table_row() {
         let table = markdown_table();
         for &p in Pattern::ALL {
-            let s = Scenario::of(p);
+            let s = Scenario::of(p).expect("a memory pattern has a scenario");
             assert!(table.contains(p.describe()), "{p:?}");
             assert!(table.contains(&format!("`{}`", s.name())), "{p:?}");
         }

@@ -22,7 +22,9 @@ pub const SCENARIO_SUBCOMMAND: &str = "__scenario";
 pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmations, ConfirmError> {
     let mut scenarios: Vec<Scenario> = Vec::new();
     for f in reports.iter().flat_map(|r| r.findings.iter()) {
-        let s = Scenario::for_finding(f);
+        let Some(s) = Scenario::for_finding(f) else {
+            continue;
+        };
         if !scenarios.contains(&s) {
             scenarios.push(s);
         }
@@ -120,8 +122,9 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
     }
     bar.finish_and_clear();
 
-    Ok(Confirmations::assign(reports, |f| {
-        match results.get(&Scenario::for_finding(f)) {
+    Ok(Confirmations::assign(
+        reports,
+        |f| match Scenario::for_finding(f).and_then(|s| results.get(&s)) {
             Some(c) => c.clone(),
             None => Arc::new(Confirmation::skipped(
                 None,
@@ -129,8 +132,8 @@ pub fn run(reports: &[FileReport], opts: &ConfirmOptions) -> Result<Confirmation
                 opts.iterations,
                 format!("no measurement scenario for {}", f.code),
             )),
-        }
-    }))
+        },
+    ))
 }
 
 fn label_arg(v: Variant) -> &'static str {

@@ -9,7 +9,9 @@ mod text;
 use std::io::{self, Write};
 
 use crate::confirm::Confirmations;
+use crate::fix::{Applicability, Fix};
 use crate::report::{FileReport, Finding};
+use crate::source::LineIndex;
 
 use github::render_github;
 use junit::render_junit;
@@ -62,22 +64,66 @@ pub fn render_width(
     width: usize,
     confirmations: Option<&Confirmations>,
 ) -> io::Result<()> {
+    render_with(
+        out,
+        format,
+        reports,
+        confirmations,
+        RenderOptions {
+            color,
+            width,
+            fixable: Applicability::Safe,
+        },
+    )
+}
+
+/// How to render, beyond the format.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderOptions {
+    pub color: bool,
+    /// The width the text format wraps to.
+    pub width: usize,
+    /// The fixes this run would apply: a finding with one is marked `[*]` in the text
+    /// and concise formats (`--unsafe-fixes` marks the unsafe ones too), as ruff does.
+    pub fixable: Applicability,
+}
+
+/// [`render`] with every option.
+pub fn render_with(
+    out: &mut dyn Write,
+    format: Format,
+    reports: &[FileReport],
+    confirmations: Option<&Confirmations>,
+    opts: RenderOptions,
+) -> io::Result<()> {
+    let color = opts.color;
     let conf = |ri: usize, fi: usize| confirmations.and_then(|c| c.get(ri, fi));
-    // Each finding as JSON: the ten keys, plus `confirmation` in confirm mode.
+    // Each finding as JSON: the ten keys, `fix`, and `confirmation` in confirm mode.
     let objects = || {
         reports.iter().enumerate().flat_map(move |(ri, r)| {
+            let lines = r
+                .findings
+                .iter()
+                .any(|f| f.fix.is_some())
+                .then(|| r.source.as_ref().map(|s| (s, LineIndex::new(s))))
+                .flatten();
             r.findings
                 .iter()
                 .enumerate()
                 .map(move |(fi, f)| FindingJson {
                     finding: f,
+                    fix: f.fix.as_ref().and_then(|x| {
+                        let (src, index) = lines.as_ref()?;
+                        Some(FixJson::new(x, f, src, index))
+                    }),
                     confirmation: conf(ri, fi),
                     related: f.related.iter().map(RelatedJson::from).collect(),
                 })
+                .collect::<Vec<_>>()
         })
     };
     match format {
-        Format::Text => render_text(out, reports, color, width, confirmations),
+        Format::Text => render_text(out, reports, color, opts.width, confirmations, opts.fixable),
         Format::Concise => {
             for (ri, r) in reports.iter().enumerate() {
                 for (fi, f) in r.findings.iter().enumerate() {
@@ -88,9 +134,14 @@ pub fn render_width(
                     let confirmed = conf(ri, fi)
                         .map(|c| format!(" [{}]", sanitize(&c.line())))
                         .unwrap_or_default();
+                    let mark = if f.fix.as_ref().is_some_and(|x| x.applies(opts.fixable)) {
+                        "[*] "
+                    } else {
+                        ""
+                    };
                     writeln!(
                         out,
-                        "{}:{at}: {} {}{confirmed}",
+                        "{}:{at}: {} {mark}{}{confirmed}",
                         line_start_path(&sanitize(&f.path)),
                         f.code,
                         sanitize(&f.message)
@@ -121,18 +172,73 @@ pub fn render_width(
     }
 }
 
-/// A finding as json/jsonl write it: its ten keys, `confirmation` only when there is one
-/// (`oomlint confirm`), and `related` only when the finding has related locations.
+/// A finding as json/jsonl write it: its ten keys, `fix` (ruff's object, or null),
+/// `confirmation` only when there is one (`oomlint confirm`), and `related` only when the
+/// finding has related locations.
 #[derive(serde::Serialize)]
 struct FindingJson<'a> {
     #[serde(flatten)]
     finding: &'a Finding,
+    fix: Option<FixJson<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     confirmation: Option<&'a crate::confirm::Confirmation>,
     /// The lines that caused the finding (`total_loss += loss` for a value derived from
     /// it); the key is left out when there are none, so the ten keys stay as they were.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     related: Vec<RelatedJson<'a>>,
+}
+
+/// A fix as ruff's JSON output writes it. Locations are 1-based rows and columns (in
+/// characters) of the Python source; in a notebook, of the finding's cell, counted from
+/// its first line, as the text format shows a notebook position.
+#[derive(serde::Serialize)]
+struct FixJson<'a> {
+    applicability: &'static str,
+    message: &'a str,
+    edits: Vec<EditJson<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct EditJson<'a> {
+    content: &'a str,
+    location: RowCol,
+    end_location: RowCol,
+}
+
+#[derive(serde::Serialize)]
+struct RowCol {
+    row: usize,
+    column: usize,
+}
+
+impl<'a> FixJson<'a> {
+    fn new(fix: &'a Fix, finding: &Finding, src: &str, index: &LineIndex) -> FixJson<'a> {
+        // In a notebook, rows count from the first line of the finding's cell.
+        let first_row = finding
+            .cell
+            .as_ref()
+            .map_or(1, |c| index.line_col(src, c.code.start).line);
+        let at = |offset: usize| {
+            let lc = index.line_col(src, offset.min(src.len()));
+            RowCol {
+                row: lc.line + 1 - first_row.min(lc.line),
+                column: lc.column,
+            }
+        };
+        FixJson {
+            applicability: fix.applicability.as_str(),
+            message: &fix.title,
+            edits: fix
+                .edits
+                .iter()
+                .map(|e| EditJson {
+                    content: &e.content,
+                    location: at(e.range.start),
+                    end_location: at(e.range.end),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A related location as json/jsonl write it: positioned like a finding, in its file.

@@ -11,6 +11,7 @@ use miette::{
 };
 
 use crate::confirm::{Confirmations, Verdict};
+use crate::fix::Applicability;
 use crate::report::{FileReport, Finding};
 use crate::rule::Severity;
 use crate::source::LineIndex;
@@ -25,6 +26,8 @@ pub enum Color {
 /// A finding borrowed as a miette diagnostic, so the source is not copied per finding.
 struct Shown<'f> {
     finding: &'f Finding,
+    /// The run would apply the finding's fix: `[*]` after the code.
+    fixable: bool,
     message: String,
     source: &'f dyn SourceCode,
     /// The finding's span in `source`.
@@ -47,8 +50,9 @@ impl std::error::Error for Shown<'_> {}
 
 impl Diagnostic for Shown<'_> {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        let mark = if self.fixable { " [*]" } else { "" };
         Some(Box::new(format!(
-            "{} {}",
+            "{}{mark} {}",
             self.finding.code, self.finding.name
         )))
     }
@@ -84,6 +88,7 @@ pub(super) fn render_text(
     color: bool,
     width: usize,
     confirmations: Option<&Confirmations>,
+    fixable: Applicability,
 ) -> io::Result<()> {
     let theme = if color {
         GraphicalTheme::unicode()
@@ -134,6 +139,7 @@ pub(super) fn render_text(
             };
             let d = Shown {
                 finding: f,
+                fixable: f.fix.as_ref().is_some_and(|x| x.applies(fixable)),
                 message: super::sanitize(&f.message).into_owned(),
                 source,
                 span,

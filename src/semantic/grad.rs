@@ -108,26 +108,57 @@ impl<'a> SemanticModel<'a> {
         if !self.is_torch_code() {
             return true;
         }
+        // Each `parent()` descends from the root again: the ancestors are found in one
+        // descent instead, innermost last.
+        let mut ancestors = Vec::new();
+        let mut cur = self.root;
+        while cur.id() != node.id() {
+            ancestors.push(cur);
+            match cur.child_with_descendant(node) {
+                Some(next) => cur = next,
+                None => return self.foreign_framework_site_by_parents(node),
+            }
+        }
+        let mut child = node;
+        for &n in ancestors.iter().rev() {
+            if matches!(n.kind(), "function_definition" | "class_definition") {
+                return false;
+            }
+            if self.foreign_branch(n, child) {
+                return true;
+            }
+            child = n;
+        }
+        false
+    }
+
+    /// [`Self::foreign_framework_site`] for a node not under the model's root.
+    fn foreign_framework_site_by_parents(&self, node: Node<'_>) -> bool {
         let mut child = node;
         let mut cur = node.parent();
         while let Some(n) = cur {
             if matches!(n.kind(), "function_definition" | "class_definition") {
                 return false;
             }
-            if n.kind() == "if_statement" || n.kind() == "elif_clause" {
-                let in_body = n
-                    .child_by_field_name("consequence")
-                    .is_some_and(|b| b.id() == child.id());
-                if in_body {
-                    if let Some(c) = n.child_by_field_name("condition") {
-                        if names_foreign_framework(self.text(c)) {
-                            return true;
-                        }
-                    }
-                }
+            if self.foreign_branch(n, child) {
+                return true;
             }
             child = n;
             cur = n.parent();
+        }
+        false
+    }
+
+    /// Whether `child` is the body of `n`, an `if`/`elif` whose condition names another
+    /// framework.
+    fn foreign_branch(&self, n: Node<'_>, child: Node<'_>) -> bool {
+        if n.kind() == "if_statement" || n.kind() == "elif_clause" {
+            let in_body = n.field("consequence").is_some_and(|b| b.id() == child.id());
+            if in_body {
+                if let Some(c) = n.field("condition") {
+                    return names_foreign_framework(self.text(c));
+                }
+            }
         }
         false
     }

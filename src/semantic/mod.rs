@@ -21,10 +21,15 @@
 //! - `passes`: passes over a graph (`backward`, `autograd.grad`), `retain_graph`, which follow which;
 //! - [`state`]: dtype and device of models before a conversion;
 //! - `flow`: dominance and complete `if`/`else` chains;
+//! - `uses`: how a stored value is used later (only as a number? only summed?), whether
+//!   a value is a scalar, whether a function's outputs can reach a backward: the facts
+//!   that make a fix safe;
+//! - `edits`: the syntax of fixes: statements, indentation, how the file spells `torch`;
 //! - [`names`]: the vocabulary (method lists shared with the prefilter, name heuristics).
 
 mod builder;
 mod device;
+mod edits;
 mod flow;
 mod grad;
 pub mod ids;
@@ -38,6 +43,7 @@ pub use provenance::AppendedParameter;
 mod scopes;
 pub mod state;
 mod syntax;
+mod uses;
 
 use std::cell::{Cell, OnceCell, RefCell};
 use std::ops::Range;
@@ -309,7 +315,26 @@ struct Memos<'a> {
     /// Methods (functions of a class body) by name.
     methods_by_name: OnceCell<FxHashMap<&'a str, Vec<ScopeId>>>,
     depth_exceeded: Cell<bool>,
+    /// The names and `self.` attributes each function or class mentions, by the node
+    /// id of that scope (one walk per scope, for every fix that asks how a name is used).
+    mentions: RefCell<FxHashMap<usize, std::rc::Rc<uses::Mentions<'a>>>>,
+    /// Answers of `read_only_as_number` / `container_only_reduced`, by scope node id,
+    /// receiver (`""` for a local), name and query.
+    use_answers: RefCell<FxHashMap<UseKey<'a>, bool>>,
+    /// (function, text) of what is backpropagated with a bare `.backward()`.
+    bare_backwards: OnceCell<FxHashSet<(Option<ScopeId>, &'a str)>>,
+    /// Functions with a backward pass in them (or in functions nested in them).
+    backward_functions: OnceCell<FxHashSet<ScopeId>>,
+    /// Assignments by enclosing function.
+    assigns_by_function: OnceCell<FxHashMap<Option<ScopeId>, Vec<AssignId>>>,
+    /// The file's indentation unit where no block near a fix says.
+    indent_unit: OnceCell<String>,
+    /// How the file spells `torch.<attr>`, by attr.
+    torch_spelling: RefCell<FxHashMap<String, Option<String>>>,
 }
+
+/// A use query: scope node id, receiver (`""` for a local), name, which query.
+type UseKey<'a> = (usize, &'a str, &'a str, u8);
 
 impl<'a> Memos<'a> {
     /// Empty memo tables for the facts of `m`.

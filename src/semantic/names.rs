@@ -15,6 +15,24 @@ pub const STEP_METHOD: &str = "step";
 pub const PRETRAINED_LOADER: &str = "from_pretrained";
 /// Methods that grow a container by one value (`losses.append(loss)`).
 pub const GROWTH_METHODS: &[&str] = &["append", "appendleft", "extend", "insert"];
+/// Logger methods that take a scalar to record (`self.log("loss", x)`,
+/// `writer.add_scalar(tag, x, step)`, `wandb.log({...})`, `bar.set_postfix(loss=x)`):
+/// a Python number serves them as well as a one-element tensor.
+pub fn is_scalar_logger_method(method: &str) -> bool {
+    matches!(
+        method,
+        "log"
+            | "log_dict"
+            | "log_metrics"
+            | "add_scalar"
+            | "add_scalars"
+            | "set_postfix"
+            | "info"
+            | "debug"
+            | "warning"
+    )
+}
+
 /// Conversions to a dtype by method name (`.half()`), `to` aside.
 pub const DTYPE_METHODS: &[&str] = &["half", "bfloat16", "float", "double"];
 /// Moves to a device by method name (`.cuda()`), `to` aside.
