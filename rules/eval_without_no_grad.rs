@@ -1131,6 +1131,9 @@ impl<'m, 'a> Forwards<'m, 'a> {
             Some((r, _)) => r,
             None => c.function,
         };
+        if m.frozen_module(recv, c.site) {
+            return true;
+        }
         let t = m.text(unwrap_parens(recv));
         let f = m.function_of(c.site.scope);
         self.frozen

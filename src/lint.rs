@@ -196,7 +196,7 @@ impl Linter {
                     text,
                     &rules,
                     self.options,
-                    ProjectFacts::Guessed(guess),
+                    ProjectFacts::Guessed(Box::new(guess)),
                     Some(m),
                 ),
                 None => lint_parsed(
@@ -204,7 +204,7 @@ impl Linter {
                     &decoded,
                     &rules,
                     self.options,
-                    ProjectFacts::Guessed(guess),
+                    ProjectFacts::Guessed(Box::new(guess)),
                     None,
                 ),
             };
@@ -789,7 +789,7 @@ enum ProjectFacts {
     Known(Option<Arc<FileFacts>>),
     /// Guessed from the file alone, every question asked of them recorded
     /// ([`crate::project::FactQuery`]).
-    Guessed(FileFacts),
+    Guessed(Box<FileFacts>),
 }
 
 /// The facts a lint guessed, and the questions it asked of them.
@@ -846,9 +846,9 @@ fn analyze(
         }
         ProjectFacts::Known(None) => None,
         ProjectFacts::Guessed(guess) => {
-            model.set_project(Arc::new(guess.clone()));
+            model.set_project(Arc::new((*guess).clone()));
             model.record_fact_queries();
-            Some(guess)
+            Some(*guess)
         }
     };
     run_rules(&mut report, model, rules, src);

@@ -64,6 +64,10 @@ pub struct FnSummary {
     /// device (`"cuda"` or `"cpu"`).
     #[serde(default)]
     pub returns_device: Option<String>,
+    /// Module-level functions only: every `return` hands back a module that froze
+    /// its own parameters when built.
+    #[serde(default)]
+    pub returns_frozen: bool,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -81,6 +85,10 @@ pub struct CallSummary {
     pub local: String,
     pub attr: Option<String>,
     pub no_grad: bool,
+    /// A call of the value that the call of `local`/`local.attr` returned: `step =
+    /// make_val_step(model); step(x)` runs the closure the factory hands back.
+    #[serde(default)]
+    pub result: bool,
 }
 
 /// What one file tells the others.
@@ -97,6 +105,9 @@ pub struct FileSummary {
     /// Method names called on `self` (`self.sample_latent(...)`).
     #[serde(default)]
     pub self_calls: Vec<String>,
+    /// Module-level module classes that freeze their own parameters when built.
+    #[serde(default)]
+    pub frozen_classes: Vec<String>,
 }
 
 /// What one file needs from the rest of the project.
@@ -120,6 +131,9 @@ pub struct FileFacts {
     pub param_returning_imports: BTreeMap<String, u32>,
     /// Imported names that are project functions returning a model on a known device.
     pub placing_imports: BTreeMap<String, String>,
+    /// Imported names that build a module frozen from the start: a project class that
+    /// freezes its own parameters, or a function returning one.
+    pub frozen_imports: BTreeSet<String>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -185,6 +199,7 @@ pub enum FactQuery {
     TrainingMethod(String),
     ReturnedParam(String),
     PlacingImport(String),
+    FrozenImport(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -218,6 +233,7 @@ impl FactQuery {
             FactQuery::PlacingImport(n) => {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
+            FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
         }
     }
 
@@ -325,6 +341,12 @@ impl<'m> Facts<'m> {
     pub fn returned_param(&self, name: &str) -> Option<u32> {
         self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
         self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// Whether the imported name `name` builds a module frozen from the start.
+    pub fn frozen_import(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::FrozenImport(name.to_owned()));
+        self.facts.frozen_imports.contains(name)
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -584,6 +606,9 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             && model.is_module_class(id)
         {
             s.module_classes.push(scope.name.to_owned());
+            if model.freezes_itself(id) {
+                s.frozen_classes.push(scope.name.to_owned());
+            }
         }
         let Some(name) = qualname(model, id) else {
             continue;
@@ -645,65 +670,69 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             } else {
                 None
             },
+            returns_frozen: scope.class.is_none()
+                && !scope.returns.is_empty()
+                && scope
+                    .returns
+                    .iter()
+                    .filter(|(e, _)| e.kind() != "none")
+                    .all(|&(e, site)| model.frozen_module(e, site)),
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
     for call in &model.calls {
-        let f = call.function;
-        let (mut locals, attr): (Vec<&str>, Option<String>) = match f.kind() {
-            "identifier" => (vec![model.text(f)], None),
-            "attribute" => {
-                let (Some(o), Some(a)) = (
-                    f.child_by_field_name("object"),
-                    f.child_by_field_name("attribute"),
-                ) else {
-                    continue;
-                };
-                if o.kind() != "identifier" {
-                    continue;
-                }
-                // `gan = GAN(args); gan.visualize(...)`: a method of an instance of an
-                // imported class is a call of that class's method (of each class the
-                // name may be built from before the call, `gan = CGAN(args)` in another
-                // branch).
-                let mut locals = vec![model.text(o)];
-                if let Some(b) = model.binding_of(o, call.site) {
-                    let at = call.node.start_byte();
-                    locals.extend(
-                        model
-                            .local_bindings(b.owner, b.name)
-                            .filter(|b| {
-                                b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at
-                            })
-                            .filter_map(|b| {
-                                b.value
-                                    .map(crate::semantic::unwrap_parens)
-                                    .filter(|v| v.kind() == "call")
-                                    .and_then(|v| v.child_by_field_name("function"))
-                                    .filter(|f| f.kind() == "identifier")
-                                    .map(|f| model.text(f))
-                            }),
-                    );
-                }
-                (locals, Some(model.text(a).to_owned()))
-            }
-            _ => continue,
+        let Some(mut target) =
+            callee_locals(model, call.function, call.site, call.node.start_byte())
+        else {
+            continue;
         };
-        locals.retain(|l| imported.contains_key(l));
-        // A call in another framework's code says nothing of PyTorch's grad mode.
-        if locals.is_empty() || model.foreign_framework_site(call.node) {
+        // `validate = rvae.validater(loader); validate(...)`: calling a name bound to
+        // what a project factory returned runs the closure that factory hands back.
+        let mut factories = Vec::new();
+        if call.function.kind() == "identifier" && !imported.contains_key(target.0[0]) {
+            if let Some(b) = model.binding_of(call.function, call.site) {
+                let at = call.node.start_byte();
+                factories = model
+                    .local_bindings(b.owner, b.name)
+                    .filter(|b| b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at)
+                    .filter_map(|b| b.value.map(crate::semantic::unwrap_parens))
+                    .filter(|v| v.kind() == "call")
+                    .filter_map(|v| {
+                        callee_locals(model, v.child_by_field_name("function")?, call.site, at)
+                    })
+                    .collect();
+            }
+        }
+        target.0.retain(|l| imported.contains_key(l));
+        for f in &mut factories {
+            f.0.retain(|l| imported.contains_key(l));
+        }
+        // A call in another framework's code says nothing of PyTorch's grad mode. (Asked
+        // only of calls that reach the project: it walks up the tree.)
+        if (target.0.is_empty() && factories.iter().all(|f| f.0.is_empty()))
+            || model.foreign_framework_site(call.node)
+        {
             continue;
         }
-        for local in locals {
-            s.calls.push(CallSummary {
-                local: local.to_owned(),
-                attr: attr.clone(),
-                no_grad: model.grad_mode(call.site) == GradMode::Disabled,
-            });
+        let no_grad = model.grad_mode(call.site) == GradMode::Disabled;
+        let targets = factories
+            .into_iter()
+            .map(|f| (f, true))
+            .chain(std::iter::once((target, false)));
+        for ((locals, attr), result) in targets {
+            for local in locals {
+                s.calls.push(CallSummary {
+                    local: local.to_owned(),
+                    attr: attr.clone(),
+                    no_grad,
+                    result,
+                });
+            }
         }
     }
-    s.calls
-        .sort_by(|a, b| (&a.local, &a.attr, a.no_grad).cmp(&(&b.local, &b.attr, b.no_grad)));
+    s.calls.sort_by(|a, b| {
+        (&a.local, &a.attr, a.result, a.no_grad).cmp(&(&b.local, &b.attr, b.result, b.no_grad))
+    });
     s.calls.dedup();
     s.self_calls = model
         .calls
@@ -722,6 +751,57 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
     s
+}
+
+/// The names a call of `f` may reach, as other files define them: `local` for
+/// `local(...)`, and for `obj.attr(...)` the receiver's name and each class it may be
+/// built from before `at` (`gan = GAN(args); gan.visualize(...)`, `gan = CGAN(args)` in
+/// another branch), with `attr`.
+fn callee_locals<'s>(
+    model: &SemanticModel<'s>,
+    f: Node<'_>,
+    site: crate::semantic::Site,
+    at: usize,
+) -> Option<(Vec<&'s str>, Option<String>)> {
+    match f.kind() {
+        "identifier" => Some((vec![model.text(f)], None)),
+        "attribute" => {
+            let o = f.child_by_field_name("object")?;
+            let a = f.child_by_field_name("attribute")?;
+            if o.kind() != "identifier" {
+                return None;
+            }
+            let mut locals = vec![model.text(o)];
+            if let Some(b) = model.binding_of(o, site) {
+                locals.extend(
+                    model
+                        .local_bindings(b.owner, b.name)
+                        .filter(|b| {
+                            b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at
+                        })
+                        .filter_map(|b| {
+                            b.value
+                                .map(crate::semantic::unwrap_parens)
+                                .filter(|v| v.kind() == "call")
+                                .and_then(|v| v.child_by_field_name("function"))
+                                .filter(|f| f.kind() == "identifier")
+                                .map(|f| model.text(f))
+                        }),
+                );
+            }
+            Some((locals, Some(model.text(a).to_owned())))
+        }
+        _ => None,
+    }
+}
+
+/// The name other files give the closure `f` that its enclosing function returns:
+/// the enclosing function's [`qualname`] followed by `()` (`RVAE.validater()`).
+pub fn closure_name(model: &SemanticModel<'_>, f: ScopeId) -> Option<String> {
+    if !model.is_returned_closure(f) {
+        return None;
+    }
+    Some(format!("{}()", qualname(model, model.scopes[f].parent?)?))
 }
 
 fn finish_imports(s: &mut FileSummary) {
@@ -1056,6 +1136,11 @@ impl ProjectIndex {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
                 }
+                // The closure this function returns, called where its result went.
+                let result = format!("{}()", func.name);
+                if let Some(&all) = callers.get(&(p.clone(), result.clone())) {
+                    f.external_callers.insert(result, all);
+                }
             }
             for i in &s.imports {
                 let Some(name) = &i.name else { continue };
@@ -1082,6 +1167,14 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                    }
+                    if ts.frozen_classes.contains(&def)
+                        || ts
+                            .functions
+                            .iter()
+                            .any(|g| g.name == def && !g.method && g.returns_frozen)
+                    {
+                        f.frozen_imports.insert(i.local.clone());
                     }
                     if let Some(k) = ts
                         .functions
@@ -1316,6 +1409,20 @@ impl Resolver<'_> {
 
     /// The (file, function name) a call of an imported name reaches.
     fn call_target(
+        &self,
+        from: &Path,
+        s: &FileSummary,
+        call: &CallSummary,
+    ) -> Option<(PathBuf, String)> {
+        let (file, name) = self.callee(from, s, call)?;
+        Some(if call.result {
+            (file, format!("{name}()"))
+        } else {
+            (file, name)
+        })
+    }
+
+    fn callee(
         &self,
         from: &Path,
         s: &FileSummary,

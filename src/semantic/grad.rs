@@ -44,8 +44,11 @@ impl<'a> SemanticModel<'a> {
             .filter(|&c| !self.foreign_framework_site(self.calls[c].node))
             .collect();
         // Callers in other files of the project: whether every one runs under no_grad.
+        // A closure a factory returns is called in other files wherever the factory's
+        // result went (`validate = rvae.validater(loader); validate(...)`).
         let external = self.project().and_then(|p| {
-            let name = crate::project::qualname(self, f)?;
+            let name = crate::project::qualname(self, f)
+                .or_else(|| crate::project::closure_name(self, f))?;
             p.external_caller(&name)
         });
         // A closure its factory returns (`def make_val_step(model): def step(x): ...;
@@ -181,4 +184,148 @@ fn names_foreign_framework(cond: &str) -> bool {
             "tf" | "tensorflow" | "jax" | "flax" | "keras"
         )
     })
+}
+
+impl<'a> SemanticModel<'a> {
+    /// Whether module class `class` freezes its own parameters when it is built: its
+    /// `__init__` calls `self.requires_grad_(False)` or sets `p.requires_grad = False`
+    /// for every `p` of `self.parameters()`, and no method of the class turns them back
+    /// on. Its instances record no graph on inputs that ask for none (a frozen
+    /// autoencoder that encodes a dataset to features).
+    pub fn freezes_itself(&self, class: ScopeId) -> bool {
+        if !self.is_module_class(class) {
+            return false;
+        }
+        let Some(&init) = self.functions.get(&(class, "__init__")) else {
+            return false;
+        };
+        let in_class = |s: ScopeId| {
+            self.function_of(s)
+                .is_some_and(|f| self.scope(f).class == Some(class))
+        };
+        let mut freezes = false;
+        for c in &self.calls {
+            let Some((recv, "requires_grad_")) = self.method_call(c) else {
+                continue;
+            };
+            if recv.kind() != "identifier" || self.text(recv) != "self" || !in_class(c.site.scope) {
+                continue;
+            }
+            let off = self
+                .positional_args(c.node)
+                .next()
+                .or_else(|| self.keyword_arg(c.node, "requires_grad"))
+                .is_some_and(|a| self.text(a) == "False");
+            if !off {
+                return false;
+            }
+            freezes |= self.function_of(c.site.scope) == Some(init);
+        }
+        for &i in self.grad_attribute_assignments() {
+            let a = &self.assignments[i];
+            let t = unwrap_parens(a.target);
+            if t.field("attribute")
+                .is_none_or(|x| self.text(x) != "requires_grad")
+                || !in_class(a.site.scope)
+            {
+                continue;
+            }
+            let Some(l) = a.site.loop_ else { continue };
+            let lp = self.loop_(l);
+            let over_own = lp.iter.map(unwrap_parens).is_some_and(|it| {
+                self.text(it) == "self.parameters()"
+                    && lp.node.field("left").map(|v| self.text(v))
+                        == t.field("object").map(|o| self.text(o))
+            });
+            if !over_own {
+                continue;
+            }
+            if self.text(a.value) != "False" {
+                return false;
+            }
+            freezes |= self.function_of(a.site.scope) == Some(init);
+        }
+        freezes
+    }
+
+    /// Whether `expr` is a module that froze itself when built: an instance of a class
+    /// of this file or of the project that [`Self::freezes_itself`], also through a
+    /// same-file factory returning one, a wrapper (`nn.DataParallel(m)`), a move or
+    /// mode switch (`m.to(device)`, `m.eval()`) and the names bound to those.
+    pub fn frozen_module(&self, expr: Node<'_>, site: Site) -> bool {
+        let mut cur = Some((unwrap_parens(expr), site));
+        for _ in 0..32 {
+            let Some((e, site)) = cur.take() else { break };
+            match e.kind() {
+                "identifier" => {
+                    let Some(b) = self.resolve(e, site, e.start_byte()) else {
+                        return false;
+                    };
+                    let bd = &self.bindings[b];
+                    // Every assignment reaching here must be the frozen module: the
+                    // nearest one decides, rebinding to itself looks further back.
+                    if bd.kind != BindingKind::Assign || bd.index.is_some() {
+                        return false;
+                    }
+                    cur = bd.value.map(|v| (unwrap_parens(v), bd.site));
+                }
+                "call" => {
+                    let Some(func) = e.field("function").map(unwrap_parens) else {
+                        return false;
+                    };
+                    if func.kind() == "attribute" {
+                        let m = func.field("attribute").map_or("", |a| self.text(a));
+                        if matches!(m, "to" | "cuda" | "cpu" | "eval" | "half" | "float") {
+                            cur = func.field("object").map(|o| (unwrap_parens(o), site));
+                            continue;
+                        }
+                    }
+                    let last = self
+                        .qualified(func)
+                        .and_then(|q| q.last())
+                        .unwrap_or_else(|| {
+                            func.field("attribute")
+                                .map_or(self.text(func), |a| self.text(a))
+                        });
+                    if names::is_module_wrapper(last) {
+                        cur = self
+                            .positional_args(e)
+                            .next()
+                            .map(|a| (unwrap_parens(a), site));
+                        continue;
+                    }
+                    if func.kind() != "identifier" {
+                        return false;
+                    }
+                    let name = self.text(func);
+                    if let Some(&class) = self.classes.get(name) {
+                        return self.freezes_itself(class);
+                    }
+                    if let Some(g) = self.call_index(e).and_then(|i| self.callee(i)) {
+                        let rets: Vec<_> = self
+                            .scope(g)
+                            .returns
+                            .iter()
+                            .filter(|(r, _)| r.kind() != "none")
+                            .copied()
+                            .collect();
+                        return !rets.is_empty()
+                            && rets.iter().all(|&(r, _)| {
+                                r.kind() == "call"
+                                    && r.field("function").is_some_and(|f| {
+                                        f.kind() == "identifier"
+                                            && self
+                                                .classes
+                                                .get(self.text(f))
+                                                .is_some_and(|&c| self.freezes_itself(c))
+                                    })
+                            });
+                    }
+                    return self.project().is_some_and(|p| p.frozen_import(name));
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
 }

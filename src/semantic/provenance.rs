@@ -391,6 +391,20 @@ impl<'a> SemanticModel<'a> {
             }
         }
         let b = self.resolve(node, site, node.start_byte());
+        // The enclosing method's `self` seen from a closure it defines (a validation
+        // step built by `def validater(self): def validate(): self(x)`).
+        if let Some(bd) = b.map(|b| &self.bindings[b]) {
+            if bd.kind == BindingKind::Parameter && self.scope(bd.owner).self_param() == Some(name)
+            {
+                if let Some(class) = self.class_of(bd.owner) {
+                    return if self.is_module_class(class) {
+                        Value::Module
+                    } else {
+                        Value::Instance(class)
+                    };
+                }
+            }
+        }
         let v = match b {
             Some(b) => self.eval_binding(b, d),
             None => Value::Unknown,
