@@ -731,13 +731,17 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
     let cuts = rebound_at(model, p, body, &bound);
     let mut reads = 0;
     for &name in &bound {
-        for &n in model.identifiers_in(name, after..body.end_byte()) {
+        // Reads after a rebinding in the same block are the new value's business.
+        let cut = cuts
+            .iter()
+            .filter(|&&(c, _)| c == name)
+            .map(|&(_, at)| at)
+            .min()
+            .unwrap_or(usize::MAX);
+        let end = body.end_byte().min(cut);
+        for &n in model.identifiers_in(name, after..end.max(after)) {
             // Rebound later (alone or in an unpacking): that is a new value.
             if is_assignment_target(n) {
-                continue;
-            }
-            // Read after a rebinding in the same block: the new value's business.
-            if cuts.iter().any(|&(c, at)| c == name && n.start_byte() >= at) {
                 continue;
             }
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
@@ -781,11 +785,14 @@ fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound:
                     break;
                 }
             }
+            // Statements of one block follow each other: the first rebinding found in
+            // source order ends first.
             if q.kind() == "assignment" && block(q) == block(p) {
                 match cuts.iter_mut().find(|(x, _)| *x == name) {
                     Some(c) => c.1 = c.1.min(q.end_byte()),
                     None => cuts.push((name, q.end_byte())),
                 }
+                break;
             }
         }
     }

@@ -204,11 +204,20 @@ impl<'a> SemanticModel<'a> {
                 .is_some_and(|f| self.scope(f).class == Some(class))
         };
         let mut freezes = false;
-        for c in &self.calls {
-            let Some((recv, "requires_grad_")) = self.method_call(c) else {
-                continue;
-            };
-            if recv.kind() != "identifier" || self.text(recv) != "self" || !in_class(c.site.scope) {
+        // Collected once per file: asked for every module class, a scan of every call
+        // each time made files with many classes quadratic.
+        let toggles = self.memo.self_grad_toggles.get_or_init(|| {
+            self.calls
+                .ids()
+                .filter(|&i| {
+                    matches!(self.method_call(&self.calls[i]),
+                        Some((recv, "requires_grad_")) if recv.kind() == "identifier" && self.text(recv) == "self")
+                })
+                .collect()
+        });
+        for &i in toggles {
+            let c = &self.calls[i];
+            if !in_class(c.site.scope) {
                 continue;
             }
             let off = self

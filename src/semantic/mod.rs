@@ -297,6 +297,8 @@ struct Memos<'a> {
     step_loops: RefCell<IndexVec<LoopId, Option<bool>>>,
     /// Assignments to `.grad`/`.requires_grad` attributes.
     grad_stores: OnceCell<Vec<AssignId>>,
+    /// Calls `self.requires_grad_(...)`.
+    self_grad_toggles: OnceCell<Vec<CallId>>,
     /// Conversion calls (`.to(...)`, `.half()`) by receiver.
     conversions: OnceCell<FxHashMap<NameKey<'a>, state::ConversionsOf>>,
     /// Names and bindings that flow into a backward pass.
