@@ -56,22 +56,7 @@ impl<'a> SemanticModel<'a> {
     /// block (or the first indented block of the file) adds to the indentation of the
     /// line that opens it; four spaces when nothing in the file says.
     pub fn indent_unit(&self, stmt: Node<'_>) -> String {
-        let unit_of = |compound: Node<'_>| -> Option<String> {
-            let body = compound
-                .field("body")
-                .or_else(|| compound.field("consequence"))?;
-            let first = body.named_child(0)?;
-            if first.start_position().row == compound.start_position().row {
-                return None;
-            }
-            let outer = self.indent_at(compound.start_byte());
-            let inner = self.indent_at(first.start_byte());
-            inner
-                .strip_prefix(outer)
-                .filter(|u| !u.is_empty())
-                .map(str::to_owned)
-        };
-        if let Some(u) = unit_of(stmt) {
+        if let Some(u) = self.block_indent_unit(stmt) {
             return u;
         }
         self.memo
@@ -80,23 +65,26 @@ impl<'a> SemanticModel<'a> {
             .clone()
     }
 
+    /// What the block of `compound` adds to the indentation of the line that opens it,
+    /// when its body starts on a line of its own.
+    fn block_indent_unit(&self, compound: Node<'_>) -> Option<String> {
+        let body = compound
+            .field("body")
+            .or_else(|| compound.field("consequence"))?;
+        let first = body.named_child(0)?;
+        if first.start_position().row == compound.start_position().row {
+            return None;
+        }
+        let outer = self.indent_at(compound.start_byte());
+        let inner = self.indent_at(first.start_byte());
+        inner
+            .strip_prefix(outer)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+    }
+
     /// The indentation unit of the first block of the file that shows one.
     fn file_indent_unit(&self, stmt: Node<'_>) -> String {
-        let unit_of = |compound: Node<'_>| -> Option<String> {
-            let body = compound
-                .field("body")
-                .or_else(|| compound.field("consequence"))?;
-            let first = body.named_child(0)?;
-            if first.start_position().row == compound.start_position().row {
-                return None;
-            }
-            let outer = self.indent_at(compound.start_byte());
-            let inner = self.indent_at(first.start_byte());
-            inner
-                .strip_prefix(outer)
-                .filter(|u| !u.is_empty())
-                .map(str::to_owned)
-        };
         // The first block of the file that says.
         let mut stack = vec![self.root];
         let mut seen = 0;
@@ -106,7 +94,7 @@ impl<'a> SemanticModel<'a> {
                 break;
             }
             if n.field("body").is_some() {
-                if let Some(u) = unit_of(n) {
+                if let Some(u) = self.block_indent_unit(n) {
                     return u;
                 }
             }
