@@ -180,12 +180,13 @@ def quantize():
     }
 
     #[test]
-    fn every_finding_has_a_confirmation_and_the_ten_keys() {
+    fn every_finding_has_a_confirmation_and_the_json_keys() {
         let all = all_json();
         assert_eq!(all.len(), 10, "{all:#?}");
         for f in all {
-            // The ten keys of every JSON finding, plus `confirmation` (serde_json's map
-            // is sorted; the order on the wire is pinned by the cli snapshots).
+            // The keys of every JSON finding (the ten, and ruff's `fix`, null when the
+            // rule has none), plus `confirmation` (serde_json's map is sorted; the order
+            // on the wire is pinned by the cli snapshots).
             let mut keys: Vec<&str> = f.as_object().unwrap().keys().map(|k| k.as_str()).collect();
             keys.sort_unstable();
             let mut want = [
@@ -199,6 +200,7 @@ def quantize():
                 "column",
                 "end_line",
                 "end_column",
+                "fix",
                 "confirmation",
             ];
             want.sort_unstable();
