@@ -1091,6 +1091,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return false;
         }
         let c = &m.calls[call];
+        // A method the project's classes define running their forwards only under
+        // `no_grad` (an agent's `select_action`): no graph, whatever the receiver is.
+        if m
+            .method_call(c)
+            .is_some_and(|(_, meth)| !names::FORWARD_METHODS.contains(&meth) && m.project().is_some_and(|p| p.quiet_method(meth)))
+        {
+            return false;
+        }
         // A forward takes an input: `self.model.merge_adapter()` is a method of the model.
         if c.arguments.is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0) {
             return false;

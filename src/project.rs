@@ -68,6 +68,11 @@ pub struct FnSummary {
     /// its own parameters when built.
     #[serde(default)]
     pub returns_frozen: bool,
+    /// Calls a module under `no_grad` (a `with torch.no_grad():` block, a decorator):
+    /// with `runs_forward` false, its forwards record no graph (`select_action`
+    /// picking an action inside `no_grad`).
+    #[serde(default)]
+    pub no_grad_forward: bool,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -149,6 +154,10 @@ pub struct FileFacts {
     /// Method names that a project `nn.Module` subclass defines asking for gradients
     /// or resetting them. Shared.
     pub training_methods: Arc<BTreeSet<String>>,
+    /// Method names that the classes of this file and of the project files it imports
+    /// define running their forwards only under `no_grad` (some definition calls a
+    /// module there, none runs one with grad on): calling one records no graph.
+    pub quiet_methods: BTreeSet<String>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -200,6 +209,7 @@ pub enum FactQuery {
     ReturnedParam(String),
     PlacingImport(String),
     FrozenImport(String),
+    QuietMethod(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -234,6 +244,7 @@ impl FactQuery {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
+            FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
         }
     }
 
@@ -341,6 +352,13 @@ impl<'m> Facts<'m> {
     pub fn returned_param(&self, name: &str) -> Option<u32> {
         self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
         self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// Whether the project's classes define method `name` running forwards only under
+    /// `no_grad`: a call of it records no graph.
+    pub fn quiet_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::QuietMethod(name.to_owned()));
+        self.facts.quiet_methods.contains(name)
     }
 
     /// Whether the imported name `name` builds a module frozen from the start.
@@ -618,6 +636,12 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             let call = &model.calls[c];
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
+        // Under no_grad a forward's value is detached: what is called tells it apart.
+        let no_grad_forward = calls.iter().any(|&c| {
+            let call = &model.calls[c];
+            call.site.grad == GradMode::Disabled
+                && model.value(call.function, call.site) == Value::Module
+        });
         let wants_grad = calls.iter().any(|&c| {
             model.backward_at(c).is_some()
                 || model.qualified(model.calls[c].function).is_some_and(|q| {
@@ -677,6 +701,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     .iter()
                     .filter(|(e, _)| e.kind() != "none")
                     .all(|&(e, site)| model.frozen_module(e, site)),
+            no_grad_forward,
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -1132,6 +1157,26 @@ impl ProjectIndex {
                 training_methods: training_methods.clone(),
                 ..Default::default()
             };
+            // Methods that the classes this file can see (its own and those of the
+            // project files it imports) define running forwards only under no_grad,
+            // none of them with grad on: a repository's other scripts may reuse the
+            // name for an agent that does not (a second algorithm's `select_action`).
+            let mut quiet: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+            let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
+            for q in seen {
+                let Some(qs) = files.get(q) else { continue };
+                for g in qs.functions.iter().filter(|g| g.method) {
+                    let m = g.name.rsplit('.').next().unwrap_or(&g.name);
+                    let e = quiet.entry(m).or_insert((false, false));
+                    e.0 |= g.no_grad_forward;
+                    e.1 |= g.runs_forward;
+                }
+            }
+            f.quiet_methods = quiet
+                .into_iter()
+                .filter(|(m, (q, g))| *q && !*g && !m.starts_with("__"))
+                .map(|(m, _)| m.to_owned())
+                .collect();
             for func in &s.functions {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
