@@ -14,7 +14,11 @@ declare_rule! {
     /// `torch.no_grad()`/`torch.inference_mode()`. Also the code after a training loop
     /// (a script's prediction, the per-epoch evaluation after the loop over batches) and
     /// a branch of a training loop that asks for no gradient (a preview every N steps),
-    /// where a forward's outputs are only read detached. Reported once per region.
+    /// where a forward's outputs are only read detached; and the code after a batch is
+    /// drawn by hand from evaluation data (`x, y = next(iter(test_loader))`: a test
+    /// episode, a prediction cell) when nothing there asks for gradients. Reported once
+    /// per region. A file named like a test (`*_test.py`) is skipped only when it holds
+    /// test cases (`test_*` functions, `Test*` classes, a pytest or unittest import).
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
@@ -105,6 +109,11 @@ enum Region<'a> {
     /// A branch of a training loop's body that asks for no gradient (`if step % 100
     /// == 0:` saving a preview): forwards there whose outputs only reach detached reads.
     Branch(LoopId, Node<'a>),
+    /// The rest of the block after a batch is drawn from evaluation data by hand
+    /// (`x, y = next(iter(test_loader))`, `test_loader.__iter__().next()`): a test
+    /// episode, a prediction demo on one test batch. From the byte where the draw ends
+    /// to the end of its block, when nothing there asks for gradients.
+    EvalDraw(usize, usize),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -140,6 +149,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         })
         .map(|l| (model.function_of(model.loop_(l).scope), l))
         .collect();
+    let all_eval_draws: Vec<(Option<ScopeId>, usize, usize)> = eval_draws(model);
     let all_inference_loops: Vec<(Option<ScopeId>, LoopId)> = inference_loops(model)
         .into_iter()
         .map(|l| (model.function_of(model.loop_(l).scope), l))
@@ -224,6 +234,22 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     .map(|(end, within)| Region::AfterTraining(end, within)),
             );
         }
+        // First: a batch drawn by hand is an episode of its own (a prediction cell
+        // after a notebook's test loop), reported even inside a wider region.
+        if named.is_none() && gate.is_none() {
+            let draws: Vec<Region<'_>> = all_eval_draws
+                .iter()
+                .filter(|(g, ..)| *g == f)
+                .filter(|&&(_, s, e)| {
+                    !grad_calls.iter().any(|&g| {
+                        let at = model.calls[g].node.start_byte();
+                        at >= s && at < e
+                    })
+                })
+                .map(|&(_, s, e)| Region::EvalDraw(s, e))
+                .collect();
+            contexts.splice(0..0, draws);
+        }
         if named.is_none() && gate.is_none() {
             contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
         }
@@ -262,6 +288,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                             && !fx.only_by_method(i)
                             && output_only_detached_in(model, i, b)
                     }
+                    Region::EvalDraw(s, e) => {
+                        let at = c.node.start_byte();
+                        at >= s && at < e && !fx.only_by_method(i)
+                    }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
                         at >= s
@@ -295,7 +325,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     let n = model.loop_(l).node;
                     (n.start_byte(), n.end_byte())
                 }
-                Region::AfterEval(s, e, _) => (s, e),
+                Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => (s, e),
                 Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
@@ -326,6 +356,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Branch(..), _) => {
                     "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::EvalDraw(..), _) => {
+                    "code on a batch drawn from evaluation data".to_owned()
                 }
                 (Region::AfterTraining(..), _) => {
                     "prediction after the training loop, whose outputs are only read detached,".to_owned()
@@ -396,7 +429,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
         }
         // A branch inside a training loop, or a whole routine behind a flag: no block
         // of its own to wrap without restructuring the code.
-        Region::FlagEval | Region::Branch(..) => return None,
+        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) => return None,
     };
     edits.extend(import);
     Some(if safe {
@@ -671,7 +704,7 @@ fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls:
 /// preview right after `G.eval()` in a loop that also trains wants no gradient.
 fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Region<'_>) -> Vec<CallId> {
     match ctx {
-        Region::AfterEval(s, e, _) => grad_calls
+        Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => grad_calls
             .iter()
             .copied()
             .filter(|&g| {
@@ -1202,6 +1235,60 @@ fn callee_root<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
         }
     }
     model.text(f)
+}
+
+/// Batches drawn by hand from evaluation data, with the function they are drawn in
+/// and the span after the draw to the end of its block: `x, y = next(iter(test_loader))`,
+/// `iter(test_iter).next()`, `test_loader.__iter__().next()`, and `next(it)` where `it =
+/// iter(val_loader)` earlier in the same scope.
+fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)> {
+    let mut out = Vec::new();
+    for a in model.assignments.iter() {
+        let v = unwrap_parens(a.value);
+        if v.kind() != "call" {
+            continue;
+        }
+        let Some(func) = v.field("function").map(unwrap_parens) else {
+            continue;
+        };
+        // `next(x)` / `x.next()` / `x.__next__()`: what is drawn from is `x`.
+        let from = match func.kind() {
+            "identifier" if model.text(func) == "next" => v
+                .field("arguments")
+                .and_then(|args| args.named_child(0)),
+            "attribute"
+                if func
+                    .field("attribute")
+                    .is_some_and(|m| matches!(model.text(m), "next" | "__next__")) =>
+            {
+                func.field("object")
+            }
+            _ => None,
+        };
+        let Some(from) = from.map(unwrap_parens) else {
+            continue;
+        };
+        let evalish = iterates_eval_loader(model, from)
+            || (from.kind() == "identifier"
+                && model.binding_of(from, a.site).is_some_and(|b| {
+                    b.kind == crate::semantic::BindingKind::Assign
+                        && b.pos < from.start_byte()
+                        && b.value.is_some_and(|x| iterates_eval_loader(model, x))
+                }));
+        if !evalish {
+            continue;
+        }
+        // The statement's block: the rest of it runs on the batch.
+        let mut stmt = a.node;
+        while let Some(p) = stmt.parent() {
+            if matches!(p.kind(), "block" | "module") {
+                out.push((model.function_of(a.site.scope), a.node.end_byte(), p.end_byte()));
+                break;
+            }
+            stmt = p;
+        }
+    }
+    out
 }
 
 /// `for x, y in val_loader`, `enumerate(tqdm(test_loader))`, `self.val_dataloader()`.
