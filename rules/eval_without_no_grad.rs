@@ -16,7 +16,9 @@ declare_rule! {
     /// a branch of a training loop that asks for no gradient (a preview every N steps),
     /// where a forward's outputs are only read detached; and the code after a batch is
     /// drawn by hand from evaluation data (`x, y = next(iter(test_loader))`: a test
-    /// episode, a prediction cell) when nothing there asks for gradients. Reported once
+    /// episode, a prediction cell) when nothing there asks for gradients; and a function
+    /// that runs the model only to read its outputs detached, hands back nothing it
+    /// computed (a plotting helper's `return ax`) and trains nothing. Reported once
     /// per region. A file named like a test (`*_test.py`) is skipped only when it holds
     /// test cases (`test_*` functions, `Test*` classes, a pytest or unittest import).
     ///
@@ -114,6 +116,10 @@ enum Region<'a> {
     /// episode, a prediction demo on one test batch. From the byte where the draw ends
     /// to the end of its block, when nothing there asks for gradients.
     EvalDraw(usize, usize),
+    /// A function that asks for no gradient and whose every forward's outputs only
+    /// reach detached reads (`.detach().numpy()` for a plot, a similarity map): it can
+    /// only be inference, whatever its name.
+    DetachedOnly,
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -234,6 +240,13 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     .map(|(end, within)| Region::AfterTraining(end, within)),
             );
         }
+        if named.is_none()
+            && gate.is_none()
+            && grad_calls.is_empty()
+            && f.is_some_and(|f| detached_only_function(model, &fx, f))
+        {
+            contexts.push(Region::DetachedOnly);
+        }
         // First: a batch drawn by hand is an episode of its own (a prediction cell
         // after a notebook's test loop), reported even inside a wider region.
         if named.is_none() && gate.is_none() {
@@ -292,6 +305,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                         let at = c.node.start_byte();
                         at >= s && at < e && !fx.only_by_method(i)
                     }
+                    Region::DetachedOnly => {
+                        model.callee(i).is_none()
+                            && !fx.only_by_method(i)
+                            && scope_body.is_some_and(|b| output_only_detached_in(model, i, b))
+                    }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
                         at >= s
@@ -330,7 +348,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
-                Region::Function | Region::FlagEval => (0, usize::MAX),
+                Region::Function | Region::FlagEval | Region::DetachedOnly => (0, usize::MAX),
             };
             let at = c.node.start_byte();
             if reported
@@ -356,6 +374,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Branch(..), _) => {
                     "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::DetachedOnly, _) => {
+                    let name = f.map_or("", |f| model.scope(f).name);
+                    format!("`{name}`, which only reads the model's outputs detached,")
                 }
                 (Region::EvalDraw(..), _) => {
                     "code on a batch drawn from evaluation data".to_owned()
@@ -429,7 +451,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
         }
         // A branch inside a training loop, or a whole routine behind a flag: no block
         // of its own to wrap without restructuring the code.
-        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) => return None,
+        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) | Region::DetachedOnly => return None,
     };
     edits.extend(import);
     Some(if safe {
@@ -1235,6 +1257,69 @@ fn callee_root<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
         }
     }
     model.text(f)
+}
+
+/// Whether function `f` runs forwards (definite ones: a module called) only to read
+/// their outputs detached, hands back nothing it computed, asks for no gradient
+/// and is no part of a model's own forward: a plot of a decision boundary, a
+/// similarity map, an embedding export. Its callers may not use its results for a
+/// backward either.
+fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: ScopeId) -> bool {
+    let s = model.scope(f);
+    if names::is_no_grad_hook(s.name)
+        || names::FORWARD_METHODS.contains(&s.name)
+        || s.name.starts_with("__")
+        || function_wants_grad(model, Some(f))
+        || reached_from_forward(model, f)
+        || model.callers(f).iter().any(|&c| result_feeds_grad(model, c))
+    {
+        return false;
+    }
+    // It hands back nothing it computed: nothing, or what it was given (`return ax`
+    // of a plotting helper). A function returning its detached results (an agent's
+    // `select_action`) is a step of whatever calls it, and the caller decides.
+    if !s.returns.iter().all(|&(r, _)| {
+        let r = unwrap_parens(r);
+        r.kind() == "none" || r.kind() == "identifier" && s.params.contains(&model.text(r))
+    }) {
+        return false;
+    }
+    // Nor does it train through another routine (an agent's rollout acting with the
+    // policy, then calling `agent.update()`): acting there is part of training.
+    let wants = WantsGrad::new(model);
+    let trains = model.calls_of_function(Some(f)).into_iter().any(|i| {
+        let c = &model.calls[i];
+        model.callee(i).is_some_and(|g| wants.function(g))
+            || model.method_call(c).is_some_and(|(_, meth)| {
+                wants.method(meth)
+                    || model.project().is_some_and(|p| p.training_method(meth))
+            })
+    });
+    if trains {
+        return false;
+    }
+    let Some(body) = s.node.field("body") else {
+        return false;
+    };
+    let mut any = false;
+    for i in model.calls_of_function(Some(f)) {
+        let c = &model.calls[i];
+        // Its own forwards: a helper's are the helper's to report, where the
+        // helper's own facts (a frozen network it loads) are in view.
+        if model.function_of(c.site.scope) != Some(f)
+            || c.site.grad == GradMode::Disabled
+            || model.callee(i).is_some()
+            || fx.only_by_method(i)
+            || !fx.is_forward(i)
+        {
+            continue;
+        }
+        if !output_only_detached_in(model, i, body) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// Batches drawn by hand from evaluation data, with the function they are drawn in
