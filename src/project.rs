@@ -616,6 +616,23 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         stack.extend(n.named_children(&mut c));
     }
     finish_imports(&mut s);
+    // Receivers the file treats as modules (`self.model.eval()`, `.cuda()`,
+    // `.state_dict()`): calling one is a forward even where its value is not known
+    // (`self.model = None` in `__init__`, the model assigned later from a loader).
+    let mut handled: Vec<&str> = model
+        .calls
+        .iter()
+        .filter_map(|c| match model.method_call(c) {
+            Some((
+                recv,
+                "eval" | "train" | "cuda" | "state_dict" | "load_state_dict" | "parameters"
+                | "named_parameters" | "zero_grad",
+            )) => Some(model.text(recv)),
+            _ => None,
+        })
+        .collect();
+    handled.sort_unstable();
+    handled.dedup();
     for (id, scope) in model.scopes.iter_enumerated() {
         if scope.kind == ScopeKind::Class
             && scope
@@ -636,12 +653,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             let call = &model.calls[c];
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
-        // Under no_grad a forward's value is detached: what is called tells it apart.
-        let no_grad_forward = calls.iter().any(|&c| {
-            let call = &model.calls[c];
-            call.site.grad == GradMode::Disabled
-                && model.value(call.function, call.site) == Value::Module
-        });
+        let no_grad_forward = runs_forward_under_no_grad(model, id, &handled, 2);
         let wants_grad = calls.iter().any(|&c| {
             model.backward_at(c).is_some()
                 || model.qualified(model.calls[c].function).is_some_and(|q| {
@@ -776,6 +788,37 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
     s
+}
+
+/// Whether function `f` runs a forward under `no_grad`: calls a module there, or a
+/// same-file helper that calls one (`with torch.no_grad(): loss = self.run_model(x)`),
+/// or, `depth` levels down, a same-file helper that does so itself (`do_predict`
+/// calling `self.do_inference(...)`).
+fn runs_forward_under_no_grad(
+    model: &SemanticModel<'_>,
+    f: ScopeId,
+    handled: &[&str],
+    depth: u32,
+) -> bool {
+    // Under no_grad a forward's value is detached: what is called tells it apart.
+    let is_module = |call: &crate::semantic::Call<'_>| {
+        model.value(call.function, call.site) == Value::Module
+            || handled.binary_search(&model.text(call.function)).is_ok()
+    };
+    let calls_module = |g: ScopeId| {
+        model.calls_of_function(Some(g)).iter().any(|&c| {
+            let call = &model.calls[c];
+            is_module(call) || model.value(call.node, call.site) == Value::Graph(Origin::Output)
+        })
+    };
+    model.calls_of_function(Some(f)).iter().any(|&c| {
+        let call = &model.calls[c];
+        let callee = model.callee(c).filter(|&g| g != f);
+        (call.site.grad == GradMode::Disabled
+            && (is_module(call) || callee.is_some_and(calls_module)))
+            || (depth > 0
+                && callee.is_some_and(|g| runs_forward_under_no_grad(model, g, handled, depth - 1)))
+    })
 }
 
 /// The names a call of `f` may reach, as other files define them: `local` for
