@@ -804,7 +804,18 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
             // graph; `out.size()` reads nothing of it.
             let chain = read_chain(n);
-            let detached = if chain.id() == n.id() {
+            // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
+            let plotted = chain
+                .parent()
+                .filter(|a| a.kind() == "argument_list")
+                .and_then(|a| a.parent())
+                .and_then(|c| c.field("function"))
+                .filter(|f| f.kind() == "attribute")
+                .and_then(|f| f.field("attribute"))
+                .is_some_and(|m| names::is_plotting_sink(model.text(m)));
+            let detached = if plotted {
+                Some(true)
+            } else if chain.id() == n.id() {
                 Some(false)
             } else {
                 chain_detached(model, n, chain, site)
