@@ -1,5 +1,5 @@
 use crate::prelude::*;
-use crate::semantic::MapLocation;
+use crate::semantic::{MapLocation, Node};
 
 declare_rule! {
     /// ## What it does
@@ -50,6 +50,45 @@ const NON_TENSOR_FILES: &[&str] = &[
     "index", "vocab", "args", "config", "json", "meta", "hparams", "stats", "tokenizer",
 ];
 
+/// Whether the file argument names a file without tensors: its strings and the names
+/// it ends in (`"vocab.pt"`, `args.config_path`), not the objects they are read from
+/// (`args.ckpt`, `os.path.join(args.work_dir, "model.pt")` name model files).
+fn names_non_tensor_file(model: &SemanticModel<'_>, file: Node<'_>) -> bool {
+    let mut stack = vec![file];
+    let mut budget = 256;
+    while let Some(n) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            break;
+        }
+        let words = match n.kind() {
+            "string_content" | "identifier" => Some(model.text(n)),
+            "attribute" => {
+                // The attribute's own name; its object is where it is read from.
+                n.child_by_field_name("attribute").map(|a| model.text(a))
+            }
+            _ => None,
+        };
+        if let Some(w) = words {
+            let w = w.to_ascii_lowercase();
+            if NON_TENSOR_FILES.iter().any(|x| w.contains(x)) {
+                return true;
+            }
+            continue;
+        }
+        if n.kind() == "call" {
+            // `os.path.join(...)`: the function names no file.
+            if let Some(a) = n.child_by_field_name("arguments") {
+                stack.push(a);
+            }
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    false
+}
+
 fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
     let mut uses_cuda = None;
     for (id, call) in model.calls.iter_enumerated() {
@@ -59,18 +98,16 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         if load.map_location != MapLocation::Missing {
             continue;
         }
-        if let Some(f) = load.file {
-            let text = model.text(f).to_ascii_lowercase();
-            if NON_TENSOR_FILES.iter().any(|w| text.contains(w)) {
-                continue;
-            }
+        if load.file.is_some_and(|f| names_non_tensor_file(model, f)) {
+            continue;
         }
         // Whole pickled objects (a model, a dataset, RNG states) are not a second copy of
         // weights beside a model: only what goes into a `load_state_dict` is.
         if !model.load_feeds_weights(&load) {
             continue;
         }
-        if !*uses_cuda.get_or_insert_with(|| model.uses_cuda()) {
+        let file_cuda = *uses_cuda.get_or_insert_with(|| model.runs_on_cuda());
+        if !model.load_may_be_gpu(&load, file_cuda) {
             continue;
         }
         out.push(Diagnostic {

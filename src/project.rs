@@ -108,6 +108,12 @@ pub struct FileSummary {
     /// Module-level module classes that freeze their own parameters when built.
     #[serde(default)]
     pub frozen_classes: Vec<String>,
+    /// Runs on CUDA devices (`.cuda()`, `torch.cuda.*`, a `"cuda"` device string).
+    #[serde(default)]
+    pub cuda: bool,
+    /// Calls `torch.save`.
+    #[serde(default)]
+    pub saves: bool,
 }
 
 /// What one file needs from the rest of the project.
@@ -152,6 +158,9 @@ pub struct FileFacts {
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
+    /// Whether some file of the project runs on CUDA devices and some file saves
+    /// checkpoints: what it saves may hold GPU tensors wherever it is loaded.
+    pub project_cuda: bool,
 }
 
 impl FileFacts {
@@ -200,6 +209,7 @@ pub enum FactQuery {
     ReturnedParam(String),
     PlacingImport(String),
     FrozenImport(String),
+    ProjectCuda,
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -234,6 +244,7 @@ impl FactQuery {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
+            FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
         }
     }
 
@@ -347,6 +358,12 @@ impl<'m> Facts<'m> {
     pub fn frozen_import(&self, name: &str) -> bool {
         self.ask(|| FactQuery::FrozenImport(name.to_owned()));
         self.facts.frozen_imports.contains(name)
+    }
+
+    /// Whether the project runs on CUDA devices and saves checkpoints.
+    pub fn project_cuda(&self) -> bool {
+        self.ask(|| FactQuery::ProjectCuda);
+        self.facts.project_cuda
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -750,6 +767,12 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         .collect();
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
+    s.cuda = model.runs_on_cuda();
+    s.saves = model.calls.iter().any(|c| {
+        model
+            .qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+    });
     s
 }
 
@@ -1122,10 +1145,15 @@ impl ProjectIndex {
             Arc::new(model_steps),
             Arc::new(training),
         );
+        // Checkpoints written by a project that runs on CUDA may hold GPU tensors; a
+        // project that saves nothing loads weights made elsewhere (a model zoo's, a
+        // conversion's), whose device it cannot know.
+        let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
+                project_cuda,
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),
