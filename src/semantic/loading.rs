@@ -261,6 +261,10 @@ impl<'a> SemanticModel<'a> {
         if file_cuda {
             return true;
         }
+        // TPU code: what it saved was on XLA devices, never CUDA.
+        if self.uses_xla() || self.source.contains("torch_xla.") {
+            return false;
+        }
         let c = &self.calls[load.call];
         let in_init = self
             .function_of(c.site.scope)
@@ -533,11 +537,23 @@ impl<'a> SemanticModel<'a> {
         }
         .unwrap_or("");
         if name == "load_state_dict" && f.kind() == "attribute" {
+            // An LR scheduler's or a gradient scaler's state is numbers, not tensors.
+            let recv = f
+                .field("object")
+                .map(|o| self.text(o).to_ascii_lowercase())
+                .unwrap_or_default();
+            if recv.contains("scheduler") || recv.contains("scaler") {
+                return Box::new(std::iter::empty());
+            }
             return Box::new(self.positional_args(call).take(1).map(unwrap_parens));
         }
+        // `torch.distributed.checkpoint`'s `set_*_state_dict` take the per-rank shards a
+        // distributed checkpoint holds (each rank's own device), not a checkpoint
+        // gathered on one device.
         let loader = name.ends_with("state_dict")
             && (name.starts_with("load_") || name.starts_with("set_"))
-            && name != "load_state_dict";
+            && name != "load_state_dict"
+            && !self.qualified(f).is_some_and(|q| q.is_torch());
         if loader {
             return Box::new(self.positional_args(call).map(unwrap_parens));
         }
