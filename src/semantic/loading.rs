@@ -71,8 +71,11 @@ impl<'a> SemanticModel<'a> {
         if let (Some(first), Some(id)) = (self.positional_args(call).next(), self.call_index(call))
         {
             let first = unwrap_parens(first);
-            if self.value(first, self.calls[id].site) == Value::Module
-                || first.kind() == "identifier" && names::is_model_name(self.text(first))
+            let site = self.calls[id].site;
+            let path = first.kind() == "identifier" && self.string_parameter(first, site);
+            if !path
+                && (self.value(first, site) == Value::Module
+                    || first.kind() == "identifier" && names::is_model_name(self.text(first)))
             {
                 return None;
             }
@@ -139,6 +142,110 @@ impl<'a> SemanticModel<'a> {
                 })
         });
         (!converted_between).then_some(load)
+    }
+
+    /// Whether `name` is a parameter of its function declared a string (`base_model:
+    /// str = ""`, `base_model="huggyllama/llama-7b"`): a path or a hub id, not a model.
+    fn string_parameter(&self, name: Node<'a>, site: Site) -> bool {
+        let Some(b) = self.binding_of(name, site) else {
+            return false;
+        };
+        let text = self.text(name);
+        // `base_model = args.base_model`: a field of the run's options copied to a local
+        // of the same name (a module would come from `self`, a load or a constructor).
+        if b.kind == BindingKind::Assign && b.index.is_none() {
+            return b.value.map(unwrap_parens).is_some_and(|v| {
+                v.kind() == "attribute"
+                    && v.field("attribute").is_some_and(|a| self.text(a) == text)
+                    && v.field("object")
+                        .is_some_and(|o| o.kind() == "identifier" && self.text(o) != "self")
+            });
+        }
+        if b.kind != BindingKind::Parameter {
+            return false;
+        }
+        let Some(params) = self.scopes[b.owner].node.field("parameters") else {
+            return false;
+        };
+        let mut c = params.walk();
+        let found = params.named_children(&mut c).any(|p| {
+            let id = match p.kind() {
+                "typed_parameter" => p.named_child(0),
+                _ => p.field("name"),
+            };
+            if id.is_none_or(|i| self.text(i) != text) {
+                return false;
+            }
+            p.field("type").is_some_and(|t| self.text(t) == "str")
+                || p.field("value").is_some_and(|v| v.kind() == "string")
+        });
+        found
+    }
+
+    /// The model loads a conversion of a name may convert, one per path, when the name
+    /// was bound in branches (`if device == "cuda": model = X.from_pretrained(...,
+    /// torch_dtype=torch.float16)` ... `else: model = X.from_pretrained(...)`, then
+    /// `model.half()` after them). Every binding of the name in the function before the
+    /// conversion must be a model load or a wrapper of the name itself
+    /// (`model = PeftModel.from_pretrained(model, ...)`, which keeps the base model's
+    /// weights and dtype); otherwise nothing is known and the list is empty. No other
+    /// dtype conversion of the name may come between.
+    pub fn loads_converted_on_paths(&self, conv: &Conversion<'a>) -> Vec<PretrainedLoad<'a>> {
+        let recv = unwrap_parens(conv.receiver);
+        if recv.kind() != "identifier" {
+            return Vec::new();
+        }
+        let c = &self.calls[conv.call];
+        let Some(b) = self.binding_of(recv, c.site) else {
+            return Vec::new();
+        };
+        if self.function_of(b.owner) != self.function_of(c.site.scope) {
+            return Vec::new();
+        }
+        let name = self.text(recv);
+        let at = c.node.start_byte();
+        let mut loads = Vec::new();
+        let mut first = usize::MAX;
+        for b in self.local_bindings(b.owner, b.name) {
+            if b.pos > at {
+                continue;
+            }
+            let Some(v) = b
+                .value
+                .filter(|_| b.kind == BindingKind::Assign && b.index.is_none())
+                .map(unwrap_parens)
+            else {
+                return Vec::new();
+            };
+            if let Some(l) = self.pretrained_load(v) {
+                first = first.min(v.start_byte());
+                loads.push(l);
+                continue;
+            }
+            let wraps_itself = v.kind() == "call"
+                && self
+                    .positional_args(v)
+                    .next()
+                    .is_some_and(|a| self.text(unwrap_parens(a)) == name);
+            if !wraps_itself {
+                return Vec::new();
+            }
+        }
+        if loads.is_empty() {
+            return Vec::new();
+        }
+        let converted_between = self.calls.iter_enumerated().any(|(i, o)| {
+            i != conv.call
+                && o.node.start_byte() > first
+                && o.node.start_byte() < at
+                && self.conversion(i).is_some_and(|x| {
+                    x.dtype.is_some() && self.text(unwrap_parens(x.receiver)) == name
+                })
+        });
+        if converted_between {
+            return Vec::new();
+        }
+        loads
     }
 
     /// The call as `torch.load(...)`, if it is one.
