@@ -61,7 +61,8 @@ pub struct FnSummary {
     #[serde(default)]
     pub returns_param: Option<u32>,
     /// Module-level functions only: every `return` hands back a model placed on this
-    /// device (`"cuda"` or `"cpu"`).
+    /// device (`"cuda"` or `"cpu"`), or on the device its parameter holds
+    /// (`"param:N:NAME"`, see [`SemanticModel::returned_device`]).
     #[serde(default)]
     pub returns_device: Option<String>,
     /// Module-level functions only: every `return` hands back a module that froze
@@ -683,7 +684,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 None
             },
             returns_device: if scope.class.is_none() {
-                model.returned_device(id).map(str::to_owned)
+                model.returned_device(id)
             } else {
                 None
             },
