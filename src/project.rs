@@ -115,6 +115,9 @@ pub struct FileSummary {
     /// Calls `torch.save`.
     #[serde(default)]
     pub saves: bool,
+    /// Trains a model ([`SemanticModel::trains`]).
+    #[serde(default)]
+    pub trains: bool,
 }
 
 /// What one file needs from the rest of the project.
@@ -162,6 +165,8 @@ pub struct FileFacts {
     /// Whether some file of the project runs on CUDA devices and some file saves
     /// checkpoints: what it saves may hold GPU tensors wherever it is loaded.
     pub project_cuda: bool,
+    /// Whether some file of the project trains a model: its datasets feed training.
+    pub project_trains: bool,
 }
 
 impl FileFacts {
@@ -211,6 +216,7 @@ pub enum FactQuery {
     PlacingImport(String),
     FrozenImport(String),
     ProjectCuda,
+    ProjectTrains,
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -246,6 +252,7 @@ impl FactQuery {
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
+            FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
         }
     }
 
@@ -365,6 +372,12 @@ impl<'m> Facts<'m> {
     pub fn project_cuda(&self) -> bool {
         self.ask(|| FactQuery::ProjectCuda);
         self.facts.project_cuda
+    }
+
+    /// Whether some file of the project trains a model.
+    pub fn project_trains(&self) -> bool {
+        self.ask(|| FactQuery::ProjectTrains);
+        self.facts.project_trains
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -769,6 +782,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
     s.cuda = model.runs_on_cuda();
+    s.trains = model.trains();
     s.saves = model.calls.iter().any(|c| {
         model
             .qualified(c.function)
@@ -1150,11 +1164,13 @@ impl ProjectIndex {
         // project that saves nothing loads weights made elsewhere (a model zoo's, a
         // conversion's), whose device it cannot know.
         let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
+        let project_trains = files.values().any(|s| s.trains);
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
                 project_cuda,
+                project_trains,
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),

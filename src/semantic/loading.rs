@@ -777,6 +777,14 @@ impl<'a> SemanticModel<'a> {
     /// `__getitem__`, or a collate function, in a file that trains (a backward pass, or a
     /// `...Trainer(...)` that will run one).
     pub fn in_training_data_path(&self, call: &Call<'a>) -> bool {
+        let Some(f) = self.function_of(call.site.scope) else {
+            return false;
+        };
+        // A dataset's `__getitem__` (and the methods it calls on `self`) is the data
+        // path of whatever trains on it, in this file or another of the project.
+        if self.in_getitem(f) {
+            return self.trains() || self.project().is_some_and(|p| p.project_trains());
+        }
         if !self.trains() {
             return false;
         }
@@ -800,11 +808,8 @@ impl<'a> SemanticModel<'a> {
             }
             n = p;
         }
-        let Some(f) = self.function_of(call.site.scope) else {
-            return false;
-        };
         let name = self.scope(f).name;
-        if name == "__getitem__" || name.contains("collate") {
+        if name.contains("collate") {
             return true;
         }
         // Mapped over a dataset, or called from a function that is.
@@ -817,6 +822,23 @@ impl<'a> SemanticModel<'a> {
                         .function_of(c.site.scope)
                         .is_some_and(|g| mapped.contains(&self.scope(g).name))
             })
+    }
+
+    /// Whether the function is a class's `__getitem__`, or a method of that class that
+    /// its `__getitem__` calls on `self` (directly).
+    fn in_getitem(&self, f: ScopeId) -> bool {
+        let sc = self.scope(f);
+        if sc.name == "__getitem__" {
+            return true;
+        }
+        let Some(class) = sc.class else {
+            return false;
+        };
+        self.callers(f).iter().any(|&c| {
+            self.function_of(self.calls[c].site.scope).is_some_and(|g| {
+                self.scope(g).name == "__getitem__" && self.scope(g).class == Some(class)
+            })
+        })
     }
 
     /// Names of functions passed to `.map(...)` (positionally or as `function=`),
