@@ -6,8 +6,13 @@ declare_rule! {
     /// Flags model outputs or predictions appended, inside an evaluation loop over a
     /// loader (under `no_grad` or not), to a list that lives across iterations while
     /// they are still on the accelerator (no `.cpu()`, `.numpy()`, `.tolist()` or
-    /// `.item()` on the way in), when the list is concatenated only after the loop, in a
-    /// file that runs on CUDA.
+    /// `.item()` on the way in), when the list is concatenated after the loop or handed
+    /// whole to a helper there, in a file that runs on CUDA.
+    ///
+    /// `extend` counts like `append` (a detector's per-image boxes). A helper handed the
+    /// whole list after the loop (a metric over every batch's detections) held every
+    /// batch until then, as a concatenation does. A loop over an array in batch-sized
+    /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set.
     ///
     /// ## Why is this bad?
     /// Every batch's outputs stay in device memory until the loop ends: memory grows with
@@ -16,7 +21,8 @@ declare_rule! {
     /// Hugging Face `Trainer` has `eval_accumulation_steps`.
     ///
     /// Not flagged: outputs moved to the CPU per batch, reduced per batch (sums, counts,
-    /// `.item()`), lists never concatenated, loops that train (they or their function
+    /// `.item()`), lists handed to NumPy (which cannot take CUDA tensors), lists never
+    /// concatenated nor handed on, loops that train (they or their function
     /// backpropagate or step an optimizer, as a rollout collected for a loss does),
     /// models never placed on a device (nor their inputs), and files that never use CUDA.
     ///
@@ -41,7 +47,7 @@ declare_rule! {
         fix: FixAvailability::None,
         check,
         prefilter: |s| {
-            (s.data_loop || s.while_loop)
+            (s.for_loop || s.while_loop)
                 && ["cat", "stack", "vstack", "hstack", "concat", "concatenate"]
                     .iter()
                     .any(|w| s.word(w))

@@ -178,6 +178,9 @@ impl<'a> SemanticModel<'a> {
         if header.is_some_and(|h| self.mentions_data(h)) {
             return true;
         }
+        if lp.kind == LoopKind::For && header.is_some_and(|h| self.strides_batches(h, lp.scope)) {
+            return true;
+        }
         // `while True:` that fetches a batch each time: `X, Y = get_batch("train")`,
         // `batch = next(train_iter)`.
         lp.kind == LoopKind::While
@@ -185,6 +188,40 @@ impl<'a> SemanticModel<'a> {
                 self.mentions_data(c.function)
                     || self.text(c.function) == "next"
                         && c.arguments.is_some_and(|a| self.mentions_data(a))
+            })
+    }
+
+    /// Whether a loop header walks a dataset by batches: `range(0, n, batch_size)`
+    /// (or `trange`), directly or through a name bound to it in the same scope
+    /// (`iterator = trange(0, len(images), batch_size)`; `for start in iterator:`).
+    fn strides_batches(&self, header: Node<'_>, scope: ScopeId) -> bool {
+        let mut h = unwrap_parens(header);
+        if h.kind() == "identifier" {
+            let site = Site {
+                scope,
+                loop_: None,
+                grad: GradMode::Default,
+            };
+            let Some(b) = self.resolve(h, site, h.start_byte()) else {
+                return false;
+            };
+            let bd = &self.bindings[b];
+            match (bd.kind, bd.index, bd.value) {
+                (BindingKind::Assign, None, Some(v)) => h = unwrap_parens(v),
+                _ => return false,
+            }
+        }
+        if h.kind() != "call" {
+            return false;
+        }
+        let ranged = h.field("function").is_some_and(|f| {
+            let t = self.text(f);
+            t == "range" || t == "trange" || t.ends_with(".trange")
+        });
+        ranged
+            && self.positional_args(h).nth(2).is_some_and(|step| {
+                let t = self.text(unwrap_parens(step)).to_ascii_lowercase();
+                t.contains("batch") || t == "bs" || t.ends_with(".bs")
             })
     }
 
