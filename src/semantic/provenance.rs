@@ -1323,6 +1323,33 @@ impl<'a> SemanticModel<'a> {
         item
     }
 
+    /// Whether the name `expr` read at `site` was bound to a list that starts empty
+    /// (`preds = []`, `a, b = [], []`), so `+=` on it grows a list.
+    pub fn is_list_binding(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(b) = self.resolve(expr, site, expr.start_byte()) else {
+            return false;
+        };
+        // Back through earlier `+=` links to the binding the list starts from.
+        let mut b = b;
+        for _ in 0..64 {
+            let bd = &self.bindings[b];
+            match bd.kind {
+                BindingKind::Augmented => match self.previous_binding(b) {
+                    Some(p) => b = p,
+                    None => return false,
+                },
+                BindingKind::Assign => {
+                    return bd
+                        .value
+                        .and_then(|v| self.element_node(v, bd.index))
+                        .is_some_and(|e| self.is_empty_list(e));
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// `[]` or `list()`.
     fn is_empty_list(&self, n: Node<'_>) -> bool {
         let n = unwrap_parens(n);
