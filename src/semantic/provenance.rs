@@ -435,7 +435,7 @@ impl<'a> SemanticModel<'a> {
         self.backward_receivers.contains(&(f, self.text(node)))
     }
 
-    fn eval_binding(&self, b: BindingId, d: u32) -> Value {
+    pub(super) fn eval_binding(&self, b: BindingId, d: u32) -> Value {
         match self.memo.binding_values.borrow()[b] {
             Memo::Done(v) => return v,
             Memo::InProgress => return Value::Unknown,
@@ -472,7 +472,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// The binding of the same name just before augmented binding `b`.
-    fn previous_binding(&self, b: BindingId) -> Option<BindingId> {
+    pub(super) fn previous_binding(&self, b: BindingId) -> Option<BindingId> {
         let bd = &self.bindings[b];
         let key = match bd.owner {
             o if self.scope(o).kind == ScopeKind::Class => NameKey::Attr(o, bd.name),
@@ -1771,6 +1771,15 @@ impl<'a> SemanticModel<'a> {
         set
     }
 
+    /// Whether the `self.` attribute `attr` of `class` flows into a backward pass.
+    pub(super) fn attr_flows_into_backward(&self, class: ScopeId, attr: &'a str) -> bool {
+        let flow = self
+            .memo
+            .backward_flow
+            .get_or_init(|| self.compute_backward_flow());
+        flow.attrs.contains(&NameKey::Attr(class, attr))
+    }
+
     /// Whether the name `expr` (at `site`) is, or flows into, something backpropagated
     /// in its function: `losses` in `torch.stack(losses).sum().backward()`.
     pub fn flows_into_backward(&self, expr: Node<'_>, site: Site) -> bool {
@@ -1891,7 +1900,7 @@ impl<'a> SemanticModel<'a> {
 
     /// The names (`x`, `self.x`) an expression reads, at most `limit` nodes looked at:
     /// not attribute names after a dot, nor keyword names of a call.
-    fn names_read<'n>(&self, expr: Node<'n>, limit: usize) -> Vec<Node<'n>> {
+    pub(super) fn names_read<'n>(&self, expr: Node<'n>, limit: usize) -> Vec<Node<'n>> {
         let mut out = Vec::new();
         let mut stack = vec![expr];
         let mut looked = 0;
