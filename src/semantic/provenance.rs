@@ -569,6 +569,8 @@ impl<'a> SemanticModel<'a> {
                     if self.function_returns(fw, Some(i), d) == Value::Detached {
                         return Value::Detached;
                     }
+                } else if self.imported_forward_detached(val, site, i) {
+                    return Value::Detached;
                 }
                 match self.eval_call(val, site, d) {
                     g @ Value::Graph(_) => g,
@@ -853,6 +855,8 @@ impl<'a> SemanticModel<'a> {
             if self.function_returns(fw, None, d) == Value::Detached {
                 return Value::Detached;
             }
+        } else if self.imported_forward_detached(call, site, u32::MAX) {
+            return Value::Detached;
         }
         self.produce(Origin::Output, site)
     }
@@ -1391,6 +1395,33 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
+    /// The positions of what the `forward` of `f` returns that carry no graph on any
+    /// return (`return dist.sample(), dist` gives `[0]`), `u32::MAX` for the whole
+    /// output: for the project index, so a module class of another file says it.
+    pub fn detached_outputs(&self, f: ScopeId) -> Vec<u32> {
+        if self.function_returns(f, None, 0) == Value::Detached {
+            return vec![u32::MAX];
+        }
+        let width = self
+            .scope(f)
+            .returns
+            .iter()
+            .map(|&(r, _)| {
+                let r = unwrap_parens(r);
+                if matches!(r.kind(), "tuple" | "expression_list") {
+                    r.named_child_count() as u32
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0)
+            .min(8);
+        (0..width)
+            .filter(|&i| self.function_returns(f, Some(i), 0) == Value::Detached)
+            .collect()
+    }
+
     /// The `forward` run by `call` when it calls an instance of a module class of this
     /// file (`self.actor(state)` with `self.actor = Actor(...).to(device)`, or
     /// `net.forward(x)`).
@@ -1409,7 +1440,15 @@ impl<'a> SemanticModel<'a> {
         if !self.is_module_class(class) {
             return None;
         }
-        self.method_of(class, "forward", 0)
+        let forward = self.method_of(class, "forward", 0)?;
+        // A forward that backpropagates (a meta-learning step) is a training step: a
+        // caller reading its detached result is no inference (OOM301 would take it
+        // for one), so its returns are not offered.
+        let trains = self
+            .calls_of_function(Some(forward))
+            .iter()
+            .any(|&c| self.backward_at(c).is_some() || self.optimizer_step(c).is_some());
+        (!trains).then_some(forward)
     }
 
     /// The method run by calling a parameter that every same-file caller binds to an
@@ -1455,10 +1494,18 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
-    /// The class of this file that `expr` was constructed from, through names, `self.`
-    /// attributes whose every store agrees, and calls that return their receiver
-    /// (`.to(device)`, `.cuda()`, `.eval()`).
+    /// The class of this file that `expr` was constructed from.
     fn constructed_class(&self, expr: Node<'_>, site: Site, depth: u32) -> Option<ScopeId> {
+        match self.constructor(expr, site, depth)? {
+            Ctor::Class(c) => Some(c),
+            Ctor::Import(_) => None,
+        }
+    }
+
+    /// The class that `expr` was constructed from (a class of this file, or an imported
+    /// name), through names, `self.` attributes whose every store agrees, and calls that
+    /// return their receiver (`.to(device)`, `.cuda()`, `.eval()`).
+    fn constructor(&self, expr: Node<'_>, site: Site, depth: u32) -> Option<Ctor<'a>> {
         if depth > 8 {
             return None;
         }
@@ -1468,11 +1515,14 @@ impl<'a> SemanticModel<'a> {
                 let f = unwrap_parens(e.field("function")?);
                 match f.kind() {
                     "identifier" => {
-                        let class = *self.classes.get(self.text(f))?;
-                        let defined = self
-                            .resolve(f, site, f.start_byte())
-                            .is_some_and(|b| self.bindings[b].kind == BindingKind::Definition);
-                        defined.then_some(class)
+                        let b = self.resolve(f, site, f.start_byte())?;
+                        match self.bindings[b].kind {
+                            BindingKind::Definition => {
+                                self.classes.get(self.text(f)).map(|&c| Ctor::Class(c))
+                            }
+                            BindingKind::Import => Some(Ctor::Import(self.text(f))),
+                            _ => None,
+                        }
                     }
                     "attribute" => {
                         let m = self.text(f.field("attribute")?);
@@ -1481,7 +1531,7 @@ impl<'a> SemanticModel<'a> {
                         if !keeps {
                             return None;
                         }
-                        self.constructed_class(f.field("object")?, site, depth + 1)
+                        self.constructor(f.field("object")?, site, depth + 1)
                     }
                     _ => None,
                 }
@@ -1492,7 +1542,7 @@ impl<'a> SemanticModel<'a> {
                 if bd.kind != BindingKind::Assign || bd.index.is_some() {
                     return None;
                 }
-                self.constructed_class(bd.value?, bd.site, depth + 1)
+                self.constructor(bd.value?, bd.site, depth + 1)
             }
             "attribute" => {
                 let key @ NameKey::Attr(..) = self.name_key(e, site.scope)? else {
@@ -1504,7 +1554,7 @@ impl<'a> SemanticModel<'a> {
                     if bd.kind != BindingKind::Assign || bd.index.is_some() {
                         return None;
                     }
-                    let c = self.constructed_class(bd.value?, bd.site, depth + 1)?;
+                    let c = self.constructor(bd.value?, bd.site, depth + 1)?;
                     if found.is_some_and(|f| f != c) {
                         return None;
                     }
@@ -1513,6 +1563,35 @@ impl<'a> SemanticModel<'a> {
                 found
             }
             _ => None,
+        }
+    }
+
+    /// Whether `call` runs the forward of a module class of another project file that
+    /// returns no graph at `index` (`u32::MAX`: the whole output).
+    fn imported_forward_detached(&self, call: Node<'_>, site: Site, index: u32) -> bool {
+        let Some(p) = self.project() else {
+            return false;
+        };
+        let Some(func) = call.field("function").map(unwrap_parens) else {
+            return false;
+        };
+        let callee = if func.kind() == "attribute"
+            && func
+                .field("attribute")
+                .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
+        {
+            match func.field("object") {
+                Some(o) => o,
+                None => return false,
+            }
+        } else {
+            func
+        };
+        match self.constructor(callee, site, 0) {
+            Some(Ctor::Import(name)) => p
+                .detached_forward(name)
+                .is_some_and(|d| d.contains(&index) || d.contains(&u32::MAX)),
+            _ => false,
         }
     }
 
@@ -1936,6 +2015,13 @@ impl<'a> SemanticModel<'a> {
     pub fn depth_limited(&self) -> bool {
         self.memo.depth_exceeded.get()
     }
+}
+
+/// What a value was constructed from: a class of this file, or an imported name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctor<'a> {
+    Class(ScopeId),
+    Import(&'a str),
 }
 
 /// A method that appends one of its parameters to a list held on `self`.
