@@ -1764,6 +1764,7 @@ impl<'a> SemanticModel<'a> {
         self.iteration(site).is_some()
             && self.grad_enabled(site)
             && self.lives_across_iterations(container, site)
+            && !self.fresh_per_outer_step(container, site)
             && !self.flows_into_backward(container, site)
             && !self.read_by_numpy(container, site)
     }
