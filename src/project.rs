@@ -69,6 +69,11 @@ pub struct FnSummary {
     /// its own parameters when built.
     #[serde(default)]
     pub returns_frozen: bool,
+    /// `forward` of a module class only: the positions of the returned tuple that carry
+    /// no graph (`return dist.sample(), dist` gives `[0]`), and `u32::MAX` when the
+    /// whole output carries none.
+    #[serde(default)]
+    pub detached_outputs: Vec<u32>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -144,6 +149,9 @@ pub struct FileFacts {
     /// Imported names that build a module frozen from the start: a project class that
     /// freezes its own parameters, or a function returning one.
     pub frozen_imports: BTreeSet<String>,
+    /// Imported names that are `nn.Module` subclasses of the project whose `forward`
+    /// returns detached values, with the positions (see [`FnSummary::detached_outputs`]).
+    pub detached_forward_imports: BTreeMap<String, Vec<u32>>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -217,6 +225,7 @@ pub enum FactQuery {
     FrozenImport(String),
     ProjectCuda,
     ProjectTrains,
+    DetachedForward(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -253,6 +262,9 @@ impl FactQuery {
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
             FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
+            FactQuery::DetachedForward(n) => {
+                Answer::Params(f.detached_forward_imports.get(n).map(Vec::as_slice))
+            }
         }
     }
 
@@ -308,6 +320,16 @@ impl<'m> Facts<'m> {
     pub fn detached_method(&self, name: &str) -> bool {
         self.ask(|| FactQuery::DetachedMethod(name.to_owned()));
         self.facts.detached_methods.contains(name)
+    }
+
+    /// The positions of the output of the imported project module class `name` that
+    /// carry no graph (`u32::MAX`: the whole output).
+    pub fn detached_forward(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::DetachedForward(name.to_owned()));
+        self.facts
+            .detached_forward_imports
+            .get(name)
+            .map(Vec::as_slice)
     }
 
     /// Whether the imported `name` is an `nn.Module` subclass of the project.
@@ -708,6 +730,19 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     .iter()
                     .filter(|(e, _)| e.kind() != "none")
                     .all(|&(e, site)| model.frozen_module(e, site)),
+            detached_outputs: match scope.class {
+                // A forward that backpropagates (a meta-learning step) is a training
+                // step: what it hands back is not offered (see `instance_forward`).
+                Some(c)
+                    if scope.name == "forward"
+                        && model.is_module_class(c)
+                        && !wants_grad
+                        && !resets_grads =>
+                {
+                    model.detached_outputs(id)
+                }
+                _ => Vec::new(),
+            },
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -1212,6 +1247,15 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                        let forward = format!("{def}.forward");
+                        if let Some(g) = ts
+                            .functions
+                            .iter()
+                            .find(|g| g.name == forward && !g.detached_outputs.is_empty())
+                        {
+                            f.detached_forward_imports
+                                .insert(i.local.clone(), g.detached_outputs.clone());
+                        }
                     }
                     if ts.frozen_classes.contains(&def)
                         || ts
