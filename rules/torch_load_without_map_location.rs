@@ -4,9 +4,13 @@ use crate::semantic::{MapLocation, Node};
 declare_rule! {
     /// ## What it does
     /// Flags `torch.load(path)` without `map_location` whose result goes into a
-    /// `load_state_dict(...)` (directly, or through the name it is bound to), in a file
-    /// that runs on CUDA devices (it calls `.cuda()`, `torch.cuda.*`, names a `"cuda"`
-    /// device or passes `device_map=`).
+    /// `load_state_dict(...)` or another loader of state dicts
+    /// (`set_peft_model_state_dict`): directly, through the name it is bound to, or
+    /// through a helper that returns it. The checkpoint must come from GPU code: the
+    /// file runs on CUDA devices (it calls `.cuda()`, `torch.cuda.*`, names a `"cuda"`
+    /// device in a string or passes `device_map=`), or another file of its project does
+    /// and the project saves checkpoints (an inference script or a helper module that
+    /// loads what the training script wrote).
     ///
     /// ## Why is this bad?
     /// `torch.load` puts every tensor back on the device it was saved from. A checkpoint
@@ -17,9 +21,12 @@ declare_rule! {
     /// memory first; on a machine without that device the load fails.
     ///
     /// Not flagged: `map_location` given (by keyword, as the second argument, or in
-    /// `**kwargs`), files that never use CUDA, loads of whole pickled objects (a model, a
-    /// dataset, RNG states) that no `load_state_dict` receives, and files known by name
-    /// to hold no tensors (an index, a vocabulary, arguments, a config, metadata).
+    /// `**kwargs`), projects that never use CUDA, loads of whole pickled objects (a
+    /// model, a dataset, RNG states) that no `load_state_dict` receives, files known by
+    /// name to hold no tensors (an index, a vocabulary, a config, metadata), scheduler
+    /// and scaler states, and, where only the project runs on CUDA: weights loaded in a
+    /// class's `__init__` (a model zoo's backbone), tests, TPU code, and a file the same
+    /// code saved from modules it never placed on a device.
     ///
     /// ## Example
     /// ```python
