@@ -206,10 +206,12 @@ impl<'a> SemanticModel<'a> {
         let at = c.node.start_byte();
         let mut loads = Vec::new();
         let mut first = usize::MAX;
+        let mut seen = 0usize;
         for b in self.local_bindings(b.owner, b.name) {
             if b.pos > at {
                 continue;
             }
+            seen += 1;
             let Some(v) = b
                 .value
                 .filter(|_| b.kind == BindingKind::Assign && b.index.is_none())
@@ -231,7 +233,8 @@ impl<'a> SemanticModel<'a> {
                 return Vec::new();
             }
         }
-        if loads.is_empty() {
+        // One binding is [`Self::load_converted`]'s case.
+        if loads.is_empty() || seen < 2 {
             return Vec::new();
         }
         let converted_between = self.calls.iter_enumerated().any(|(i, o)| {
