@@ -626,6 +626,9 @@ impl<'a> SemanticModel<'a> {
             && self
                 .callers(func)
                 .iter()
+                // Each caller may scan the file: a bounded sample keeps a helper called
+                // from thousands of places linear.
+                .take(64)
                 .any(|&c| self.value_feeds_state_dict(self.calls[c].node, depth + 1))
     }
 
