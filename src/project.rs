@@ -61,7 +61,8 @@ pub struct FnSummary {
     #[serde(default)]
     pub returns_param: Option<u32>,
     /// Module-level functions only: every `return` hands back a model placed on this
-    /// device (`"cuda"` or `"cpu"`).
+    /// device (`"cuda"` or `"cpu"`), or on the device its parameter holds
+    /// (`"param:N:NAME"`, see [`SemanticModel::returned_device`]).
     #[serde(default)]
     pub returns_device: Option<String>,
     /// Module-level functions only: every `return` hands back a module that froze
@@ -113,6 +114,15 @@ pub struct FileSummary {
     /// Module-level module classes that freeze their own parameters when built.
     #[serde(default)]
     pub frozen_classes: Vec<String>,
+    /// Runs on CUDA devices (`.cuda()`, `torch.cuda.*`, a `"cuda"` device string).
+    #[serde(default)]
+    pub cuda: bool,
+    /// Calls `torch.save`.
+    #[serde(default)]
+    pub saves: bool,
+    /// Trains a model ([`SemanticModel::trains`]).
+    #[serde(default)]
+    pub trains: bool,
 }
 
 /// What one file needs from the rest of the project.
@@ -160,6 +170,11 @@ pub struct FileFacts {
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
+    /// Whether some file of the project runs on CUDA devices and some file saves
+    /// checkpoints: what it saves may hold GPU tensors wherever it is loaded.
+    pub project_cuda: bool,
+    /// Whether some file of the project trains a model: its datasets feed training.
+    pub project_trains: bool,
 }
 
 impl FileFacts {
@@ -208,6 +223,8 @@ pub enum FactQuery {
     ReturnedParam(String),
     PlacingImport(String),
     FrozenImport(String),
+    ProjectCuda,
+    ProjectTrains,
     DetachedForward(String),
 }
 
@@ -243,6 +260,8 @@ impl FactQuery {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
+            FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
+            FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
             FactQuery::DetachedForward(n) => {
                 Answer::Params(f.detached_forward_imports.get(n).map(Vec::as_slice))
             }
@@ -369,6 +388,18 @@ impl<'m> Facts<'m> {
     pub fn frozen_import(&self, name: &str) -> bool {
         self.ask(|| FactQuery::FrozenImport(name.to_owned()));
         self.facts.frozen_imports.contains(name)
+    }
+
+    /// Whether the project runs on CUDA devices and saves checkpoints.
+    pub fn project_cuda(&self) -> bool {
+        self.ask(|| FactQuery::ProjectCuda);
+        self.facts.project_cuda
+    }
+
+    /// Whether some file of the project trains a model.
+    pub fn project_trains(&self) -> bool {
+        self.ask(|| FactQuery::ProjectTrains);
+        self.facts.project_trains
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -688,7 +719,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 None
             },
             returns_device: if scope.class.is_none() {
-                model.returned_device(id).map(str::to_owned)
+                model.returned_device(id)
             } else {
                 None
             },
@@ -785,6 +816,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         .collect();
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
+    s.cuda = model.runs_on_cuda();
+    s.trains = model.trains();
+    s.saves = model.calls.iter().any(|c| {
+        model
+            .qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+    });
     s
 }
 
@@ -1157,10 +1195,17 @@ impl ProjectIndex {
             Arc::new(model_steps),
             Arc::new(training),
         );
+        // Checkpoints written by a project that runs on CUDA may hold GPU tensors; a
+        // project that saves nothing loads weights made elsewhere (a model zoo's, a
+        // conversion's), whose device it cannot know.
+        let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
+        let project_trains = files.values().any(|s| s.trains);
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
+                project_cuda,
+                project_trains,
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),

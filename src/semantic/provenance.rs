@@ -891,9 +891,11 @@ impl<'a> SemanticModel<'a> {
     /// A call known only by its name (defined in another file).
     fn call_by_name(&self, name: &str, call: Node<'_>, site: Site, d: u32) -> Value {
         // An `nn.Module` subclass of another project file, whatever its name.
-        let project_module = self
-            .project()
-            .is_some_and(|p| !name.ends_with("Loss") && p.module_import(name));
+        // ... or a project function handing back a model it placed on a device
+        // (`get_model(args, device)` in `utils/model.py`).
+        let project_module = self.project().is_some_and(|p| {
+            !name.ends_with("Loss") && (p.module_import(name) || p.placing_import(name).is_some())
+        });
         if project_module || names::is_model_class_name(name) {
             Value::Module
         } else if name.ends_with("Loss") && name.starts_with(|c: char| c.is_ascii_uppercase()) {
