@@ -1,13 +1,18 @@
 use crate::prelude::*;
-use crate::semantic::{unwrap_parens, Iteration, Unit};
+use crate::semantic::{unwrap_parens, AssignOp, Iteration, Node, Site, Unit};
 
 declare_rule! {
     /// ## What it does
     /// Flags model outputs or predictions appended, inside an evaluation loop over a
     /// loader (under `no_grad` or not), to a list that lives across iterations while
     /// they are still on the accelerator (no `.cpu()`, `.numpy()`, `.tolist()` or
-    /// `.item()` on the way in), when the list is concatenated only after the loop, in a
-    /// file that runs on CUDA.
+    /// `.item()` on the way in), when the list is concatenated after the loop or handed
+    /// whole to a helper there, in a file that runs on CUDA.
+    ///
+    /// `extend` counts like `append` (a detector's per-image boxes). A helper handed the
+    /// whole list after the loop (a metric over every batch's detections) held every
+    /// batch until then, as a concatenation does. A loop over an array in batch-sized
+    /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set.
     ///
     /// ## Why is this bad?
     /// Every batch's outputs stay in device memory until the loop ends: memory grows with
@@ -16,7 +21,8 @@ declare_rule! {
     /// Hugging Face `Trainer` has `eval_accumulation_steps`.
     ///
     /// Not flagged: outputs moved to the CPU per batch, reduced per batch (sums, counts,
-    /// `.item()`), lists never concatenated, loops that train (they or their function
+    /// `.item()`), lists handed to NumPy (which cannot take CUDA tensors), lists never
+    /// concatenated nor handed on, loops that train (they or their function
     /// backpropagate or step an optimizer, as a rollout collected for a loss does),
     /// models never placed on a device (nor their inputs), and files that never use CUDA.
     ///
@@ -41,7 +47,7 @@ declare_rule! {
         fix: FixAvailability::None,
         check,
         prefilter: |s| {
-            (s.data_loop || s.while_loop)
+            (s.for_loop || s.while_loop)
                 && ["cat", "stack", "vstack", "hstack", "concat", "concatenate"]
                     .iter()
                     .any(|w| s.word(w))
@@ -58,56 +64,86 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         if !matches!(method, "append" | "extend") {
             continue;
         }
-        let Some(Iteration::Loop(l)) = model.iteration(call.site) else {
-            continue;
-        };
-        // An evaluation loop: it neither backpropagates nor steps an optimizer.
-        let unit_trains = |l| {
-            model
-                .calls_in_unit(Unit::Loop(l))
-                .iter()
-                .any(|&c| model.backward_at(c).is_some() || model.optimizer_step(c).is_some())
-        };
-        let mut trains = unit_trains(l);
-        let mut outer = model.loop_(l).parent;
-        while let Some(p) = outer {
-            trains |= unit_trains(p);
-            outer = model.loop_(p).parent;
-        }
-        // Nor does an enclosing loop or the function around it: a rollout collected for
-        // the backward pass after it (bounded by its steps) is not an evaluation.
-        let f = model.function_of(call.site.scope);
-        let feeds_training = model.backwards.iter().any(|b| {
-            model.function_of(model.calls[b.call].site.scope) == f
-        });
-        if trains || feeds_training {
-            continue;
-        }
-        let container = unwrap_parens(container);
-        if !model.lives_across_iterations(container, call.site)
-            || !model.concatenated_after(container, l)
-        {
-            continue;
-        }
         let Some(value) = model.positional_args(call.node).next() else {
             continue;
         };
-        if !model.device_output(value, call.site) {
-            continue;
-        }
-        if !*cuda.get_or_insert_with(|| model.uses_cuda()) {
-            continue;
-        }
-        out.push(Diagnostic {
-            range: model.range(call.node),
-            message: format!(
-                "`{}` collects every batch's model outputs on the device until the loop ends: memory grows with the evaluation set",
-                model.text(container)
-            ),
-            help: "move each batch off the device as you collect it (`.cpu()`), or reduce it per batch".to_owned(),
-            pattern: Pattern::EvalOutputsOnDevice,
-            fix: None,
-            related: Vec::new(),
-        });
+        check_growth(model, container, value, call.node, call.site, &mut cuda, out);
     }
+    // `preds += [out]`, `boxes += net.postprocess(locs)`: list concatenation in place
+    // grows the list like `extend`.
+    for a in &model.assignments {
+        if a.op != AssignOp::Augmented("+=") || unwrap_parens(a.target).kind() != "identifier" {
+            continue;
+        }
+        let value = unwrap_parens(a.value);
+        let grown = if matches!(value.kind(), "list" | "tuple") {
+            value.named_child(0)
+        } else if model.is_list_binding(a.target, a.site) {
+            Some(value)
+        } else {
+            None
+        };
+        if let Some(v) = grown {
+            check_growth(model, a.target, v, a.node, a.site, &mut cuda, out);
+        }
+    }
+}
+
+fn check_growth(
+    model: &SemanticModel<'_>,
+    container: Node<'_>,
+    value: Node<'_>,
+    at: Node<'_>,
+    site: Site,
+    cuda: &mut Option<bool>,
+    out: &mut Vec<Diagnostic>,
+) {
+    let Some(Iteration::Loop(l)) = model.iteration(site) else {
+        return;
+    };
+    // An evaluation loop: it neither backpropagates nor steps an optimizer.
+    let unit_trains = |l| {
+        model
+            .calls_in_unit(Unit::Loop(l))
+            .iter()
+            .any(|&c| model.backward_at(c).is_some() || model.optimizer_step(c).is_some())
+    };
+    let mut trains = unit_trains(l);
+    let mut outer = model.loop_(l).parent;
+    while let Some(p) = outer {
+        trains |= unit_trains(p);
+        outer = model.loop_(p).parent;
+    }
+    // Nor does an enclosing loop or the function around it: a rollout collected for
+    // the backward pass after it (bounded by its steps) is not an evaluation.
+    let f = model.function_of(site.scope);
+    let feeds_training = model
+        .backwards
+        .iter()
+        .any(|b| model.function_of(model.calls[b.call].site.scope) == f);
+    if trains || feeds_training {
+        return;
+    }
+    let container = unwrap_parens(container);
+    if !model.lives_across_iterations(container, site) || !model.concatenated_after(container, l)
+    {
+        return;
+    }
+    if !model.device_output(value, site) {
+        return;
+    }
+    if !*cuda.get_or_insert_with(|| model.uses_cuda()) {
+        return;
+    }
+    out.push(Diagnostic {
+        range: model.range(at),
+        message: format!(
+            "`{}` collects every batch's model outputs on the device until the loop ends: memory grows with the evaluation set",
+            model.text(container)
+        ),
+        help: "move each batch off the device as you collect it (`.cpu()`), or reduce it per batch".to_owned(),
+        pattern: Pattern::EvalOutputsOnDevice,
+        fix: None,
+        related: Vec::new(),
+    });
 }

@@ -67,7 +67,13 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             branch_chosen(model, &conv, out);
             continue;
         };
-        let Some(load) = model.load_converted(&conv) else {
+        let Some(load) = model.load_converted(&conv).or_else(|| {
+            // Loaded in branches: the path that loads in float32 pays the peak.
+            model
+                .loads_converted_on_paths(&conv)
+                .into_iter()
+                .find(|l| l.dtype == LoadDType::Default)
+        }) else {
             continue;
         };
         let (from, how) = match load.dtype {

@@ -15,6 +15,12 @@ declare_rule! {
     /// the peak holds two steps' activations instead of one. Kept anywhere longer (a
     /// list of losses, an attribute), every step's graph stays.
     ///
+    /// A later pass counts only when its loss reads part of the retained graph: a
+    /// critic loss retained before an actor loss computed from a separate forward is
+    /// still the last pass over its graph. Outside a step loop (a method called per
+    /// input, as a saliency method is), the last pass of a function is flagged when the
+    /// function keeps a value of that graph on `self`, so the graph outlives the call.
+    ///
     /// Not flagged: two or more passes over a shared graph in one step (GAN generator
     /// and discriminator losses, several losses over one forward, a policy and a value
     /// head), `create_graph=True` (a gradient penalty or another higher-order gradient
@@ -56,24 +62,43 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             continue;
         }
         let unit = match model.iteration(call.site) {
-            Some(Iteration::Loop(l)) => Unit::Loop(l),
+            Some(Iteration::Loop(l)) => Some(Unit::Loop(l)),
             Some(Iteration::Hook) => match model.function_of(call.site.scope) {
-                Some(f) => Unit::Hook(f),
+                Some(f) => Some(Unit::Hook(f)),
                 None => continue,
             },
-            // A helper called from a loop: its caller may run the next pass.
-            Some(Iteration::Called) | None => continue,
+            // A helper called from a loop, or code outside steps: its caller may run
+            // the next pass, unless the graph is kept on the instance that no pass
+            // reads (then it outlives every call).
+            Some(Iteration::Called) | None => None,
         };
-        if model.pass_follows(id, unit) {
-            continue;
-        }
+        let kept_on = match unit {
+            Some(unit) if model.pass_follows(id, unit) => continue,
+            Some(_) => None,
+            None => {
+                if call.site.loop_.is_some() || model.pass_later_in_function(id) {
+                    continue;
+                }
+                match model.retained_graph_kept_on_self(id) {
+                    Some(attr) => Some(attr),
+                    None => continue,
+                }
+            }
+        };
         let arg = pass.retain_graph.expect("retains");
-        out.push(Diagnostic {
-            range: model.range(call.node),
-            message: format!(
+        let message = match kept_on {
+            None => format!(
                 "`retain_graph=True` keeps this step's graph and activations alive after `{}`, and no later backward in the step uses them",
                 model.text(call.function)
             ),
+            Some(attr) => format!(
+                "`retain_graph=True` keeps this graph and its activations alive after `{}`, and `{attr}` holds part of it after the call returns",
+                model.text(call.function)
+            ),
+        };
+        out.push(Diagnostic {
+            range: model.range(call.node),
+            message,
             help: format!(
                 "drop `retain_graph=True` (line {}): the graph is freed when the pass is done",
                 model.line_of(arg)

@@ -1,12 +1,16 @@
 use crate::prelude::*;
-use crate::semantic::MapLocation;
+use crate::semantic::{MapLocation, Node};
 
 declare_rule! {
     /// ## What it does
     /// Flags `torch.load(path)` without `map_location` whose result goes into a
-    /// `load_state_dict(...)` (directly, or through the name it is bound to), in a file
-    /// that runs on CUDA devices (it calls `.cuda()`, `torch.cuda.*`, names a `"cuda"`
-    /// device or passes `device_map=`).
+    /// `load_state_dict(...)` or another loader of state dicts
+    /// (`set_peft_model_state_dict`): directly, through the name it is bound to, or
+    /// through a helper that returns it. The checkpoint must come from GPU code: the
+    /// file runs on CUDA devices (it calls `.cuda()`, `torch.cuda.*`, names a `"cuda"`
+    /// device in a string or passes `device_map=`), or another file of its project does
+    /// and the project saves checkpoints (an inference script or a helper module that
+    /// loads what the training script wrote).
     ///
     /// ## Why is this bad?
     /// `torch.load` puts every tensor back on the device it was saved from. A checkpoint
@@ -17,9 +21,12 @@ declare_rule! {
     /// memory first; on a machine without that device the load fails.
     ///
     /// Not flagged: `map_location` given (by keyword, as the second argument, or in
-    /// `**kwargs`), files that never use CUDA, loads of whole pickled objects (a model, a
-    /// dataset, RNG states) that no `load_state_dict` receives, and files known by name
-    /// to hold no tensors (an index, a vocabulary, arguments, a config, metadata).
+    /// `**kwargs`), projects that never use CUDA, loads of whole pickled objects (a
+    /// model, a dataset, RNG states) that no `load_state_dict` receives, files known by
+    /// name to hold no tensors (an index, a vocabulary, a config, metadata), scheduler
+    /// and scaler states, and, where only the project runs on CUDA: weights loaded in a
+    /// class's `__init__` (a model zoo's backbone), tests, TPU code, and a file the same
+    /// code saved from modules it never placed on a device.
     ///
     /// ## Example
     /// ```python
@@ -50,7 +57,46 @@ const NON_TENSOR_FILES: &[&str] = &[
     "index", "vocab", "args", "config", "json", "meta", "hparams", "stats", "tokenizer",
 ];
 
-fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
+/// Whether the file argument names a file without tensors: its strings and the names
+/// it ends in (`"vocab.pt"`, `args.config_path`), not the objects they are read from
+/// (`args.ckpt`, `os.path.join(args.work_dir, "model.pt")` name model files).
+fn names_non_tensor_file(model: &SemanticModel<'_>, file: Node<'_>) -> bool {
+    let mut stack = vec![file];
+    let mut budget = 256;
+    while let Some(n) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            break;
+        }
+        let words = match n.kind() {
+            "string_content" | "identifier" => Some(model.text(n)),
+            "attribute" => {
+                // The attribute's own name; its object is where it is read from.
+                n.child_by_field_name("attribute").map(|a| model.text(a))
+            }
+            _ => None,
+        };
+        if let Some(w) = words {
+            let w = w.to_ascii_lowercase();
+            if NON_TENSOR_FILES.iter().any(|x| w.contains(x)) {
+                return true;
+            }
+            continue;
+        }
+        if n.kind() == "call" {
+            // `os.path.join(...)`: the function names no file.
+            if let Some(a) = n.child_by_field_name("arguments") {
+                stack.push(a);
+            }
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    false
+}
+
+fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
     let mut uses_cuda = None;
     for (id, call) in model.calls.iter_enumerated() {
         let Some(load) = model.torch_load(id) else {
@@ -59,18 +105,21 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         if load.map_location != MapLocation::Missing {
             continue;
         }
-        if let Some(f) = load.file {
-            let text = model.text(f).to_ascii_lowercase();
-            if NON_TENSOR_FILES.iter().any(|w| text.contains(w)) {
-                continue;
-            }
+        if load.file.is_some_and(|f| names_non_tensor_file(model, f)) {
+            continue;
         }
         // Whole pickled objects (a model, a dataset, RNG states) are not a second copy of
         // weights beside a model: only what goes into a `load_state_dict` is.
         if !model.load_feeds_weights(&load) {
             continue;
         }
-        if !*uses_cuda.get_or_insert_with(|| model.uses_cuda()) {
+        let file_cuda = *uses_cuda.get_or_insert_with(|| model.runs_on_cuda());
+        // A test writes the checkpoint it loads in the same run, on the device the test
+        // itself picks: what the rest of the project does says nothing about it.
+        if !file_cuda && cx.is_test_file {
+            continue;
+        }
+        if !model.load_may_be_gpu(&load, file_cuda) {
             continue;
         }
         out.push(Diagnostic {

@@ -20,6 +20,8 @@ pub struct Scan<'a> {
     defs: FxHashSet<&'a str>,
     /// A `for` header that names data or steps (`for x in train_loader:`).
     pub data_loop: bool,
+    /// Any `for` header (`for start in range(0, n, batch_size):` batches data too).
+    pub for_loop: bool,
     pub while_loop: bool,
     /// A store (`.append(`, `+=`, `[k] =`, `x = x + ...`) into a `self.` attribute.
     pub self_store: bool,
@@ -172,6 +174,7 @@ impl<'a> Scan<'a> {
                 .strip_prefix("for ")
                 .or_else(|| stripped.strip_prefix("async for "))
             {
+                self.for_loop = true;
                 if idents_of(rest).any(names::is_data_name) {
                     self.data_loop = true;
                 }

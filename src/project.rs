@@ -61,7 +61,8 @@ pub struct FnSummary {
     #[serde(default)]
     pub returns_param: Option<u32>,
     /// Module-level functions only: every `return` hands back a model placed on this
-    /// device (`"cuda"` or `"cpu"`).
+    /// device (`"cuda"` or `"cpu"`), or on the device its parameter holds
+    /// (`"param:N:NAME"`, see [`SemanticModel::returned_device`]).
     #[serde(default)]
     pub returns_device: Option<String>,
     /// Module-level functions only: every `return` hands back a module that froze
@@ -73,6 +74,11 @@ pub struct FnSummary {
     /// picking an action inside `no_grad`).
     #[serde(default)]
     pub no_grad_forward: bool,
+    /// `forward` of a module class only: the positions of the returned tuple that carry
+    /// no graph (`return dist.sample(), dist` gives `[0]`), and `u32::MAX` when the
+    /// whole output carries none.
+    #[serde(default)]
+    pub detached_outputs: Vec<u32>,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -113,6 +119,15 @@ pub struct FileSummary {
     /// Module-level module classes that freeze their own parameters when built.
     #[serde(default)]
     pub frozen_classes: Vec<String>,
+    /// Runs on CUDA devices (`.cuda()`, `torch.cuda.*`, a `"cuda"` device string).
+    #[serde(default)]
+    pub cuda: bool,
+    /// Calls `torch.save`.
+    #[serde(default)]
+    pub saves: bool,
+    /// Trains a model ([`SemanticModel::trains`]).
+    #[serde(default)]
+    pub trains: bool,
 }
 
 /// What one file needs from the rest of the project.
@@ -139,6 +154,9 @@ pub struct FileFacts {
     /// Imported names that build a module frozen from the start: a project class that
     /// freezes its own parameters, or a function returning one.
     pub frozen_imports: BTreeSet<String>,
+    /// Imported names that are `nn.Module` subclasses of the project whose `forward`
+    /// returns detached values, with the positions (see [`FnSummary::detached_outputs`]).
+    pub detached_forward_imports: BTreeMap<String, Vec<u32>>,
     /// Imported names that are project functions running a forward with grad on and
     /// not training (no backward, no `zero_grad`): a call of one is a forward.
     pub forward_imports: BTreeSet<String>,
@@ -161,6 +179,11 @@ pub struct FileFacts {
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
+    /// Whether some file of the project runs on CUDA devices and some file saves
+    /// checkpoints: what it saves may hold GPU tensors wherever it is loaded.
+    pub project_cuda: bool,
+    /// Whether some file of the project trains a model: its datasets feed training.
+    pub project_trains: bool,
 }
 
 impl FileFacts {
@@ -210,6 +233,9 @@ pub enum FactQuery {
     PlacingImport(String),
     FrozenImport(String),
     QuietMethod(String),
+    ProjectCuda,
+    ProjectTrains,
+    DetachedForward(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -245,6 +271,11 @@ impl FactQuery {
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
             FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
+            FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
+            FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
+            FactQuery::DetachedForward(n) => {
+                Answer::Params(f.detached_forward_imports.get(n).map(Vec::as_slice))
+            }
         }
     }
 
@@ -300,6 +331,16 @@ impl<'m> Facts<'m> {
     pub fn detached_method(&self, name: &str) -> bool {
         self.ask(|| FactQuery::DetachedMethod(name.to_owned()));
         self.facts.detached_methods.contains(name)
+    }
+
+    /// The positions of the output of the imported project module class `name` that
+    /// carry no graph (`u32::MAX`: the whole output).
+    pub fn detached_forward(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::DetachedForward(name.to_owned()));
+        self.facts
+            .detached_forward_imports
+            .get(name)
+            .map(Vec::as_slice)
     }
 
     /// Whether the imported `name` is an `nn.Module` subclass of the project.
@@ -365,6 +406,18 @@ impl<'m> Facts<'m> {
     pub fn frozen_import(&self, name: &str) -> bool {
         self.ask(|| FactQuery::FrozenImport(name.to_owned()));
         self.facts.frozen_imports.contains(name)
+    }
+
+    /// Whether the project runs on CUDA devices and saves checkpoints.
+    pub fn project_cuda(&self) -> bool {
+        self.ask(|| FactQuery::ProjectCuda);
+        self.facts.project_cuda
+    }
+
+    /// Whether some file of the project trains a model.
+    pub fn project_trains(&self) -> bool {
+        self.ask(|| FactQuery::ProjectTrains);
+        self.facts.project_trains
     }
 
     /// The device the imported project function `name` returns its model on.
@@ -702,7 +755,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 None
             },
             returns_device: if scope.class.is_none() {
-                model.returned_device(id).map(str::to_owned)
+                model.returned_device(id)
             } else {
                 None
             },
@@ -714,6 +767,19 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     .filter(|(e, _)| e.kind() != "none")
                     .all(|&(e, site)| model.frozen_module(e, site)),
             no_grad_forward,
+            detached_outputs: match scope.class {
+                // A forward that backpropagates (a meta-learning step) is a training
+                // step: what it hands back is not offered (see `instance_forward`).
+                Some(c)
+                    if scope.name == "forward"
+                        && model.is_module_class(c)
+                        && !wants_grad
+                        && !resets_grads =>
+                {
+                    model.detached_outputs(id)
+                }
+                _ => Vec::new(),
+            },
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -787,6 +853,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         .collect();
     s.self_calls.sort_unstable();
     s.self_calls.dedup();
+    s.cuda = model.runs_on_cuda();
+    s.trains = model.trains();
+    s.saves = model.calls.iter().any(|c| {
+        model
+            .qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+    });
     s
 }
 
@@ -1190,10 +1263,17 @@ impl ProjectIndex {
             Arc::new(model_steps),
             Arc::new(training),
         );
+        // Checkpoints written by a project that runs on CUDA may hold GPU tensors; a
+        // project that saves nothing loads weights made elsewhere (a model zoo's, a
+        // conversion's), whose device it cannot know.
+        let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
+        let project_trains = files.values().any(|s| s.trains);
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
+                project_cuda,
+                project_trains,
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),
@@ -1255,6 +1335,15 @@ impl ProjectIndex {
                     }
                     if ts.module_classes.contains(&def) {
                         f.module_imports.insert(i.local.clone());
+                        let forward = format!("{def}.forward");
+                        if let Some(g) = ts
+                            .functions
+                            .iter()
+                            .find(|g| g.name == forward && !g.detached_outputs.is_empty())
+                        {
+                            f.detached_forward_imports
+                                .insert(i.local.clone(), g.detached_outputs.clone());
+                        }
                     }
                     if ts.frozen_classes.contains(&def)
                         || ts

@@ -76,11 +76,18 @@ impl<'a> SemanticModel<'a> {
                         return self.device_output_at(recv, site, depth + 1);
                     }
                 }
-                // A forward: `model(x)`, `self.net(x)`, `model.forward(x)`.
-                let callee = if f.kind() == "attribute"
-                    && f.field("attribute")
-                        .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
-                {
+                // A forward: `model(x)`, `self.net(x)`, `model.forward(x)`, or another
+                // method of a model that is no part of the module API
+                // (`model.detect_objects(locs, scores)`, `model.encode(x)`).
+                let method_forward = f.kind() == "attribute"
+                    && f.field("attribute").is_some_and(|a| {
+                        let m = self.text(a);
+                        names::FORWARD_METHODS.contains(&m)
+                            || !names::is_module_api_method(m)
+                                && f.field("object")
+                                    .is_some_and(|o| self.value(o, site) == Value::Module)
+                    });
+                let callee = if method_forward {
                     f.field("object").expect("attribute")
                 } else {
                     f
@@ -126,16 +133,31 @@ impl<'a> SemanticModel<'a> {
         let f = self.function_of(lp.scope);
         let end = lp.node.end_byte();
         self.calls.iter().any(|c| {
-            c.node.start_byte() >= end
-                && self.function_of(c.site.scope) == f
-                && self.qualified(c.function).is_some_and(|q| {
+            if c.node.start_byte() < end || self.function_of(c.site.scope) != f {
+                return false;
+            }
+            // Handed whole to a helper after the loop (`calculate_map(det_boxes, ...)`,
+            // `compute_metrics(preds, labels)`): it held every batch until then.
+            let handed = c.function.kind() != "identifier"
+                || !names::is_detaching_builtin(self.text(c.function))
+                    && !names::is_passthrough_builtin(self.text(c.function))
+                    && !matches!(self.text(c.function), "print" | "isinstance" | "type");
+            // A NumPy function cannot take CUDA tensors: what it is handed is on the host.
+            let helper = handed
+                && self
+                    .qualified(c.function)
+                    .is_none_or(|q| !q.is_torch() && q.first() != Some("numpy"))
+                && self
+                    .positional_args(c.node)
+                    .any(|a| self.text(unwrap_parens(a)) == name);
+            helper
+                || self.qualified(c.function).is_some_and(|q| {
                     q.is_torch()
                         && matches!(
                             q.last(),
                             Some("cat" | "stack" | "vstack" | "hstack" | "concat" | "concatenate")
                         )
-                })
-                && self
+                }) && self
                     .positional_args(c.node)
                     .next()
                     .is_some_and(|a| self.text(unwrap_parens(a)) == name)

@@ -280,7 +280,14 @@ impl<'a> SemanticModel<'a> {
     /// included); `None` when it is alone in its block or shares its line.
     pub fn delete_statement(&self, stmt: Node<'_>) -> Option<Edit> {
         let block = stmt.parent()?;
-        if block.kind() == "block" && block.named_child_count() <= 1 {
+        // Comments are children of the block too (a trailing `# ...` on the statement's
+        // own line): only statements keep the block non-empty.
+        let mut c = block.walk();
+        let statements = block
+            .named_children(&mut c)
+            .filter(|n| n.kind() != "comment")
+            .count();
+        if block.kind() == "block" && statements <= 1 {
             return None;
         }
         if !self.starts_line(stmt) {

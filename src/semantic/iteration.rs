@@ -178,6 +178,9 @@ impl<'a> SemanticModel<'a> {
         if header.is_some_and(|h| self.mentions_data(h)) {
             return true;
         }
+        if lp.kind == LoopKind::For && header.is_some_and(|h| self.strides_batches(h, lp.scope)) {
+            return true;
+        }
         // `while True:` that fetches a batch each time: `X, Y = get_batch("train")`,
         // `batch = next(train_iter)`.
         lp.kind == LoopKind::While
@@ -186,6 +189,88 @@ impl<'a> SemanticModel<'a> {
                     || self.text(c.function) == "next"
                         && c.arguments.is_some_and(|a| self.mentions_data(a))
             })
+    }
+
+    /// Whether a loop header walks a dataset by batches: `range(0, n, batch_size)`
+    /// (or `trange`), directly or through a name bound to it in the same scope
+    /// (`iterator = trange(0, len(images), batch_size)`; `for start in iterator:`).
+    fn strides_batches(&self, header: Node<'_>, scope: ScopeId) -> bool {
+        let mut h = unwrap_parens(header);
+        if h.kind() == "identifier" {
+            let site = Site {
+                scope,
+                loop_: None,
+                grad: GradMode::Default,
+            };
+            let Some(b) = self.resolve(h, site, h.start_byte()) else {
+                return false;
+            };
+            let bd = &self.bindings[b];
+            match (bd.kind, bd.index, bd.value) {
+                (BindingKind::Assign, None, Some(v)) => h = unwrap_parens(v),
+                _ => return false,
+            }
+        }
+        if h.kind() != "call" {
+            return false;
+        }
+        let ranged = h.field("function").is_some_and(|f| {
+            let t = self.text(f);
+            t == "range" || t == "trange" || t.ends_with(".trange")
+        });
+        ranged
+            && self.positional_args(h).nth(2).is_some_and(|step| {
+                let t = self.text(unwrap_parens(step)).to_ascii_lowercase();
+                t.contains("batch") || t == "bs" || t.ends_with(".bs")
+            })
+    }
+
+    /// Whether the value of `expr` stored or accumulated at `site` lives only through
+    /// one iteration of an outer loop: the innermost loop repeats an update a fixed
+    /// number of times (`for _ in range(n_critic):`, fetching no data of its own)
+    /// inside a loop over data, and the container is bound afresh in each iteration of
+    /// that outer loop (`d_total = 0.0` before the repeats). What it keeps is bounded
+    /// by the repeat count and freed every step; it does not grow over training.
+    pub fn fresh_per_outer_step(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(l) = site.loop_ else { return false };
+        let lp = self.loop_(l);
+        let Some(parent) = lp.parent else {
+            return false;
+        };
+        // `range(count)` with a count that names no data (`hp.train.rep_discriminator`,
+        // `self.n_critic`; not `len(loader)`, `steps_per_epoch`), a target nobody reads.
+        let count_only = |i: Node<'_>| {
+            let i = unwrap_parens(i);
+            if i.kind() != "call" || i.field("function").is_none_or(|f| self.text(f) != "range") {
+                return false;
+            }
+            let mut args = self.positional_args(i);
+            let (Some(n), None) = (args.next(), args.next()) else {
+                return false;
+            };
+            let n = unwrap_parens(n);
+            let last = match n.kind() {
+                "identifier" => self.text(n),
+                "attribute" => n.field("attribute").map_or("", |a| self.text(a)),
+                "integer" => return true,
+                _ => return false,
+            };
+            !names::is_data_name(last)
+        };
+        let repeats = lp.kind == LoopKind::For
+            && lp.node.field("left").is_some_and(|t| self.text(t) == "_")
+            && lp.iter.is_some_and(count_only)
+            && !self
+                .calls_in_loop(l)
+                .any(|(_, c)| self.text(c.function) == "next");
+        if !repeats || !self.is_step_loop(parent) {
+            return false;
+        }
+        let outer = Site {
+            loop_: Some(parent),
+            ..site
+        };
+        self.step_loop(outer) == Some(parent) && !self.lives_across_iterations(expr, outer)
     }
 
     /// Whether an expression names data or steps (`train_loader`, `range(args.epochs)`).

@@ -71,8 +71,11 @@ impl<'a> SemanticModel<'a> {
         if let (Some(first), Some(id)) = (self.positional_args(call).next(), self.call_index(call))
         {
             let first = unwrap_parens(first);
-            if self.value(first, self.calls[id].site) == Value::Module
-                || first.kind() == "identifier" && names::is_model_name(self.text(first))
+            let site = self.calls[id].site;
+            let path = first.kind() == "identifier" && self.string_parameter(first, site);
+            if !path
+                && (self.value(first, site) == Value::Module
+                    || first.kind() == "identifier" && names::is_model_name(self.text(first)))
             {
                 return None;
             }
@@ -139,6 +142,113 @@ impl<'a> SemanticModel<'a> {
                 })
         });
         (!converted_between).then_some(load)
+    }
+
+    /// Whether `name` is a parameter of its function declared a string (`base_model:
+    /// str = ""`, `base_model="huggyllama/llama-7b"`): a path or a hub id, not a model.
+    fn string_parameter(&self, name: Node<'a>, site: Site) -> bool {
+        let Some(b) = self.binding_of(name, site) else {
+            return false;
+        };
+        let text = self.text(name);
+        // `base_model = args.base_model`: a field of the run's options copied to a local
+        // of the same name (a module would come from `self`, a load or a constructor).
+        if b.kind == BindingKind::Assign && b.index.is_none() {
+            return b.value.map(unwrap_parens).is_some_and(|v| {
+                v.kind() == "attribute"
+                    && v.field("attribute").is_some_and(|a| self.text(a) == text)
+                    && v.field("object")
+                        .is_some_and(|o| o.kind() == "identifier" && self.text(o) != "self")
+            });
+        }
+        if b.kind != BindingKind::Parameter {
+            return false;
+        }
+        let Some(params) = self.scopes[b.owner].node.field("parameters") else {
+            return false;
+        };
+        let mut c = params.walk();
+        let found = params.named_children(&mut c).any(|p| {
+            let id = match p.kind() {
+                "typed_parameter" => p.named_child(0),
+                _ => p.field("name"),
+            };
+            if id.is_none_or(|i| self.text(i) != text) {
+                return false;
+            }
+            p.field("type").is_some_and(|t| self.text(t) == "str")
+                || p.field("value").is_some_and(|v| v.kind() == "string")
+        });
+        found
+    }
+
+    /// The model loads a conversion of a name may convert, one per path, when the name
+    /// was bound in branches (`if device == "cuda": model = X.from_pretrained(...,
+    /// torch_dtype=torch.float16)` ... `else: model = X.from_pretrained(...)`, then
+    /// `model.half()` after them). Every binding of the name in the function before the
+    /// conversion must be a model load or a wrapper of the name itself
+    /// (`model = PeftModel.from_pretrained(model, ...)`, which keeps the base model's
+    /// weights and dtype); otherwise nothing is known and the list is empty. No other
+    /// dtype conversion of the name may come between.
+    pub fn loads_converted_on_paths(&self, conv: &Conversion<'a>) -> Vec<PretrainedLoad<'a>> {
+        let recv = unwrap_parens(conv.receiver);
+        if recv.kind() != "identifier" {
+            return Vec::new();
+        }
+        let c = &self.calls[conv.call];
+        let Some(b) = self.binding_of(recv, c.site) else {
+            return Vec::new();
+        };
+        if self.function_of(b.owner) != self.function_of(c.site.scope) {
+            return Vec::new();
+        }
+        let name = self.text(recv);
+        let at = c.node.start_byte();
+        let mut loads = Vec::new();
+        let mut first = usize::MAX;
+        let mut seen = 0usize;
+        for b in self.local_bindings(b.owner, b.name) {
+            if b.pos > at {
+                continue;
+            }
+            seen += 1;
+            let Some(v) = b
+                .value
+                .filter(|_| b.kind == BindingKind::Assign && b.index.is_none())
+                .map(unwrap_parens)
+            else {
+                return Vec::new();
+            };
+            if let Some(l) = self.pretrained_load(v) {
+                first = first.min(v.start_byte());
+                loads.push(l);
+                continue;
+            }
+            let wraps_itself = v.kind() == "call"
+                && self
+                    .positional_args(v)
+                    .next()
+                    .is_some_and(|a| self.text(unwrap_parens(a)) == name);
+            if !wraps_itself {
+                return Vec::new();
+            }
+        }
+        // One binding is [`Self::load_converted`]'s case.
+        if loads.is_empty() || seen < 2 {
+            return Vec::new();
+        }
+        let converted_between = self.calls.iter_enumerated().any(|(i, o)| {
+            i != conv.call
+                && o.node.start_byte() > first
+                && o.node.start_byte() < at
+                && self.conversion(i).is_some_and(|x| {
+                    x.dtype.is_some() && self.text(unwrap_parens(x.receiver)) == name
+                })
+        });
+        if converted_between {
+            return Vec::new();
+        }
+        loads
     }
 
     /// The call as `torch.load(...)`, if it is one.
@@ -208,6 +318,104 @@ impl<'a> SemanticModel<'a> {
                 v.is_some_and(|v| v.kind() == "string" && unquote(self.text(v)).starts_with("cuda"))
             });
             found
+        })
+    }
+
+    /// Whether the file names a CUDA device in a string of its code (docstrings left
+    /// out): `device = "cuda"`, a parameter default, `device.startswith("cuda")`. The
+    /// calls that [`Self::uses_cuda`] reads are not the only way a script picks the GPU.
+    pub fn names_cuda(&self) -> bool {
+        if !self.source.contains("cuda") {
+            return false;
+        }
+        let mut stack = vec![self.root];
+        while let Some(n) = stack.pop() {
+            match n.kind() {
+                "string" => {
+                    let doc = n
+                        .parent()
+                        .is_some_and(|p| p.kind() == "expression_statement");
+                    let body = self
+                        .text(n)
+                        .trim_start_matches(['r', 'b', 'u', 'f', 'R', 'B', 'U', 'F'])
+                        .trim_start_matches(['"', '\'']);
+                    if !doc && body.starts_with("cuda") {
+                        return true;
+                    }
+                    continue;
+                }
+                "comment" => continue,
+                _ => {}
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        false
+    }
+
+    /// Whether the file runs on CUDA devices, by its calls ([`Self::uses_cuda`]) or
+    /// its strings ([`Self::names_cuda`]).
+    pub fn runs_on_cuda(&self) -> bool {
+        self.uses_cuda() || self.names_cuda()
+    }
+
+    /// Whether the tensors a `torch.load` reads may have been saved from a GPU, given
+    /// that `file_cuda` says whether this file runs on CUDA. A file that does, may.
+    /// Otherwise the project says: a project that runs on CUDA and saves checkpoints
+    /// writes GPU tensors, which a separate inference script or helper module loads
+    /// back ([`crate::project::Facts::project_cuda`]); except weights loaded while a
+    /// class is built (`__init__`: a model zoo's backbone weights, released inception
+    /// weights, files the project did not write), and a file this code saved itself
+    /// (`torch.save(net.state_dict(), p)` ... `torch.load(p)` in a CPU script).
+    pub fn load_may_be_gpu(&self, load: &TorchLoad<'a>, file_cuda: bool) -> bool {
+        if file_cuda {
+            return true;
+        }
+        // TPU code: what it saved was on XLA devices, never CUDA.
+        if self.uses_xla() || self.source.contains("torch_xla.") {
+            return false;
+        }
+        let c = &self.calls[load.call];
+        let in_init = self
+            .function_of(c.site.scope)
+            .is_some_and(|f| self.scopes[f].class.is_some() && self.scopes[f].name == "__init__");
+        if in_init {
+            return false;
+        }
+        if let Some(file) = load.file {
+            let path = self.text(file);
+            let saved_here = self.calls.iter().any(|o| {
+                self.qualified(o.function)
+                    .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+                    && self
+                        .positional_args(o.node)
+                        .nth(1)
+                        .is_some_and(|a| self.text(a) == path)
+            });
+            // Saved by this very code from modules it never places on a device: CPU
+            // tensors. A file that moves its modules to a device variable (`.to(device)`,
+            // chosen elsewhere) may have saved them from the GPU.
+            if saved_here && !self.places_on_device_variable() {
+                return false;
+            }
+        }
+        self.project().is_some_and(|p| p.project_cuda())
+    }
+
+    /// Whether the file moves something to a device held in a variable (`.to(device)`,
+    /// `.to(self.device)`, `torch.zeros(n, device=args.device)`): where it runs is
+    /// decided elsewhere, possibly on a GPU.
+    fn places_on_device_variable(&self) -> bool {
+        let variable = |a: Node<'a>| {
+            let a = unwrap_parens(a);
+            matches!(a.kind(), "identifier" | "attribute") && self.text(a).contains("device")
+        };
+        self.calls.iter().any(|c| {
+            self.keyword_arg(c.node, "device").is_some_and(variable)
+                || self
+                    .method_call(c)
+                    .is_some_and(|(_, m)| m == names::TO_METHOD)
+                    && self.positional_args(c.node).next().is_some_and(variable)
         })
     }
 
@@ -298,61 +506,171 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Whether what a `torch.load` reads goes into a `load_state_dict(...)` (a model's,
-    /// an optimizer's): directly (`m.load_state_dict(torch.load(p)["model"])`) or through
-    /// the name it is bound to in the same function (`ckpt = torch.load(p)` ...
-    /// `m.load_state_dict(ckpt["state_dict"])`).
+    /// an optimizer's) or another loader of state dicts ([`Self::state_dict_args`]):
+    /// directly (`m.load_state_dict(torch.load(p)["model"])`), through the name it is
+    /// bound to in the same function (`ckpt = torch.load(p)` ...
+    /// `m.load_state_dict(ckpt["state_dict"])`), or through a same-file helper that
+    /// returns it (`def load_ckpt(p): return torch.load(p)["model"]` ...
+    /// `m.load_state_dict(load_ckpt(p))`).
     pub fn load_feeds_state_dict(&self, load: &TorchLoad<'a>) -> bool {
         let c = &self.calls[load.call];
+        self.value_feeds_state_dict(c.node, 0)
+    }
+
+    /// [`Self::load_feeds_state_dict`] for any expression; `depth` bounds the helpers
+    /// followed.
+    fn value_feeds_state_dict(&self, value: Node<'a>, depth: u32) -> bool {
         // Directly, through subscripts, parentheses and argument lists.
-        let mut n = c.node;
+        let mut n = value;
         while let Some(p) = n.parent() {
             match p.kind() {
-                "subscript" | "parenthesized_expression" | "argument_list" | "keyword_argument" => {
-                    n = p
+                "subscript" | "parenthesized_expression" => n = p,
+                "argument_list" => {
+                    return p.parent().is_some_and(|call| {
+                        self.state_dict_args(call)
+                            .any(|a| a.id() == unwrap_parens(n).id() || a.id() == n.id())
+                    })
                 }
-                "call" => return self.is_load_state_dict(p),
+                "keyword_argument" => {
+                    return p
+                        .field("name")
+                        .is_some_and(|k| self.text(k) == "state_dict")
+                        || p.parent().and_then(|a| a.parent()).is_some_and(|call| {
+                            self.state_dict_args(call).any(|a| a.id() == n.id())
+                        });
+                }
+                "return_statement" => {
+                    let func = self
+                        .call_index(value)
+                        .and_then(|id| self.function_of(self.calls[id].site.scope));
+                    return func.is_some_and(|f| self.returned_feeds_state_dict(f, depth));
+                }
                 _ => break,
             }
         }
         // Through a name: `ckpt = torch.load(p)` (or `torch.load(p)["model"]`).
-        let mut v = c.node;
-        while let Some(p) = v.parent() {
-            if matches!(p.kind(), "subscript" | "parenthesized_expression") {
-                v = p;
-            } else {
-                break;
-            }
-        }
-        let Some(assign) = v.parent().filter(|p| p.kind() == "assignment") else {
+        let Some(assign) = n.parent().filter(|p| p.kind() == "assignment") else {
             return false;
         };
         let Some(target) = assign.field("left").filter(|t| t.kind() == "identifier") else {
             return false;
         };
         let name = self.text(target);
-        let f = self.function_of(c.site.scope);
-        self.calls.iter().any(|o| {
-            o.node.start_byte() > assign.end_byte()
-                && self.function_of(o.site.scope) == f
-                && self.is_load_state_dict(o.node)
-                && self.positional_args(o.node).next().is_some_and(|a| {
-                    let mut r = unwrap_parens(a);
-                    loop {
-                        match r.kind() {
-                            "subscript" => r = r.field("value").unwrap_or(r),
-                            "call" => {
-                                // `ckpt.get("model")`, `ckpt["a"].items()`
-                                match r.field("function").and_then(|f| f.field("object")) {
-                                    Some(obj) => r = obj,
-                                    None => break,
-                                }
-                            }
-                            _ => break,
+        let Some(site) = self.call_index(value).map(|id| self.calls[id].site) else {
+            return false;
+        };
+        let f = self.function_of(site.scope);
+        let root_is = |a: Node<'a>, name: &str| {
+            let mut r = unwrap_parens(a);
+            loop {
+                match r.kind() {
+                    "subscript" => r = r.field("value").unwrap_or(r),
+                    "call" => {
+                        // `ckpt.get("model")`, `ckpt["a"].items()`
+                        match r.field("function").and_then(|f| f.field("object")) {
+                            Some(obj) => r = obj,
+                            None => break,
                         }
                     }
-                    r.kind() == "identifier" && self.text(r) == name
-                })
-        })
+                    _ => break,
+                }
+            }
+            r.kind() == "identifier" && self.text(r) == name
+        };
+        let fed = self.calls.iter().any(|o| {
+            o.node.start_byte() > assign.end_byte()
+                && self.function_of(o.site.scope) == f
+                && self.state_dict_args(o.node).any(|a| root_is(a, name))
+        });
+        if fed || depth >= 2 {
+            return fed;
+        }
+        // Returned by the enclosing function: the name itself or an entry of it, or a
+        // dict filled from its entries (`for k, v in sd["model"].items(): new[k[7:]] = v`,
+        // the usual renaming of `module.` prefixes).
+        let Some(func) = f else { return false };
+        let scope = &self.scopes[func];
+        let mut filled: Vec<&str> = Vec::new();
+        for lp in self.loops.iter().filter(|l| l.scope == func) {
+            let Some(iter) = lp.iter else { continue };
+            if lp.node.start_byte() <= assign.end_byte() || !root_is(iter, name) {
+                continue;
+            }
+            let mut c = lp.body.walk();
+            for st in lp.body.named_children(&mut c) {
+                let Some(a) = st.named_child(0).filter(|a| a.kind() == "assignment") else {
+                    continue;
+                };
+                if let Some(v) = a
+                    .field("left")
+                    .filter(|l| l.kind() == "subscript")
+                    .and_then(|l| l.field("value"))
+                    .filter(|v| v.kind() == "identifier")
+                {
+                    filled.push(self.text(v));
+                }
+            }
+        }
+        scope.returns.iter().any(|&(e, _)| {
+            (root_is(e, name) || filled.iter().any(|&d| root_is(e, d)))
+                && e.parent()
+                    .filter(|r| r.kind() == "return_statement")
+                    .is_some()
+        }) && self.returned_feeds_state_dict(func, depth)
+    }
+
+    /// Whether what the function `func` hands back goes into a loader of state dicts
+    /// at some same-file call of it.
+    fn returned_feeds_state_dict(&self, func: ScopeId, depth: u32) -> bool {
+        depth < 2
+            && self
+                .callers(func)
+                .iter()
+                // Each caller may scan the file: a bounded sample keeps a helper called
+                // from thousands of places linear.
+                .take(64)
+                .any(|&c| self.value_feeds_state_dict(self.calls[c].node, depth + 1))
+    }
+
+    /// The arguments of a call that loads a state dict into something:
+    /// `m.load_state_dict(sd)` (the first), and functions named for loading or setting
+    /// a state dict (`set_peft_model_state_dict(model, sd)`,
+    /// `load_model_state_dict(model, sd)`: every positional argument).
+    fn state_dict_args(&self, call: Node<'a>) -> Box<dyn Iterator<Item = Node<'a>> + '_> {
+        if call.kind() != "call" {
+            return Box::new(std::iter::empty());
+        }
+        let Some(f) = call.field("function") else {
+            return Box::new(std::iter::empty());
+        };
+        let name = match f.kind() {
+            "attribute" => f.field("attribute").map(|a| self.text(a)),
+            "identifier" => Some(self.text(f)),
+            _ => None,
+        }
+        .unwrap_or("");
+        if name == "load_state_dict" && f.kind() == "attribute" {
+            // An LR scheduler's or a gradient scaler's state is numbers, not tensors.
+            let recv = f
+                .field("object")
+                .map(|o| self.text(o).to_ascii_lowercase())
+                .unwrap_or_default();
+            if recv.contains("scheduler") || recv.contains("scaler") {
+                return Box::new(std::iter::empty());
+            }
+            return Box::new(self.positional_args(call).take(1).map(unwrap_parens));
+        }
+        // `torch.distributed.checkpoint`'s `set_*_state_dict` take the per-rank shards a
+        // distributed checkpoint holds (each rank's own device), not a checkpoint
+        // gathered on one device.
+        let loader = name.ends_with("state_dict")
+            && (name.starts_with("load_") || name.starts_with("set_"))
+            && name != "load_state_dict"
+            && !self.qualified(f).is_some_and(|q| q.is_torch());
+        if loader {
+            return Box::new(self.positional_args(call).map(unwrap_parens));
+        }
+        Box::new(std::iter::empty())
     }
 
     fn is_load_state_dict(&self, call: Node<'_>) -> bool {
@@ -465,6 +783,14 @@ impl<'a> SemanticModel<'a> {
     /// `__getitem__`, or a collate function, in a file that trains (a backward pass, or a
     /// `...Trainer(...)` that will run one).
     pub fn in_training_data_path(&self, call: &Call<'a>) -> bool {
+        let Some(f) = self.function_of(call.site.scope) else {
+            return false;
+        };
+        // A dataset's `__getitem__` (and the methods it calls on `self`) is the data
+        // path of whatever trains on it, in this file or another of the project.
+        if self.in_getitem(f) {
+            return self.trains() || self.project().is_some_and(|p| p.project_trains());
+        }
         if !self.trains() {
             return false;
         }
@@ -488,11 +814,8 @@ impl<'a> SemanticModel<'a> {
             }
             n = p;
         }
-        let Some(f) = self.function_of(call.site.scope) else {
-            return false;
-        };
         let name = self.scope(f).name;
-        if name == "__getitem__" || name.contains("collate") {
+        if name.contains("collate") {
             return true;
         }
         // Mapped over a dataset, or called from a function that is.
@@ -505,6 +828,23 @@ impl<'a> SemanticModel<'a> {
                         .function_of(c.site.scope)
                         .is_some_and(|g| mapped.contains(&self.scope(g).name))
             })
+    }
+
+    /// Whether the function is a class's `__getitem__`, or a method of that class that
+    /// its `__getitem__` calls on `self` (directly).
+    fn in_getitem(&self, f: ScopeId) -> bool {
+        let sc = self.scope(f);
+        if sc.name == "__getitem__" {
+            return true;
+        }
+        let Some(class) = sc.class else {
+            return false;
+        };
+        self.callers(f).iter().any(|&c| {
+            self.function_of(self.calls[c].site.scope).is_some_and(|g| {
+                self.scope(g).name == "__getitem__" && self.scope(g).class == Some(class)
+            })
+        })
     }
 
     /// Names of functions passed to `.map(...)` (positionally or as `function=`),

@@ -305,6 +305,9 @@ struct Memos<'a> {
     backward_flow: OnceCell<provenance::BackwardFlow<'a>>,
     /// Bindings whose value is read by `.numpy()` without a detach.
     numpy_reads: OnceCell<FxHashSet<BindingId>>,
+    /// What is grown into each container (`xs.append(v)`): by the binding a local
+    /// container resolves to, by key for a `self.` attribute.
+    grown: OnceCell<provenance::Grown<'a>>,
     binding_values: RefCell<IndexVec<BindingId, Memo>>,
     /// For calls evaluated at their own site: a chain of 100,000 `.float()` calls is
     /// then evaluated once, not once per link and level.

@@ -764,6 +764,8 @@ pub fn placement_wrapper(name: &str) -> Option<bool> {
         "get_peft_model"
         | "PeftModel"
         | "PeftModelForCausalLM"
+        // its older name, still common in fine-tuning scripts
+        | "prepare_model_for_int8_training"
         | "prepare_model_for_kbit_training" => Some(false),
         _ => None,
     }

@@ -2,7 +2,12 @@
 //! they ask of the graph (`retain_graph=`, `create_graph=`), and which passes follow
 //! one another in the same step.
 
+use rustc_hash::FxHashSet;
+
 use super::*;
+
+/// Bindings a pass's dependency walk looks at before giving up (then: shared).
+const DEP_BUDGET: usize = 512;
 
 /// One pass over an autograd graph: `loss.backward(...)`, `torch.autograd.backward(...)`,
 /// `torch.autograd.grad(...)`.
@@ -69,11 +74,146 @@ impl<'a> SemanticModel<'a> {
                 return false;
             }
             let of = self.function_of(other.site.scope);
+            // A later pass in the step reuses the retained graph only when its loss
+            // reads some of it (`critic_loss` from `critic(s)` retained, then
+            // `actor_loss` from a separate `actor(s)` forward: nothing reused).
             let here = of == f
                 && other.node.start_byte() >= after
-                && body.contains(&other.node.start_byte());
+                && body.contains(&other.node.start_byte())
+                && self.passes_share_graph(call, i);
             let called = of.is_some_and(|g| Some(g) != f && callees.contains(&g));
             here || called
+        })
+    }
+
+    /// Whether another pass (of any kind) comes after `call` in its function.
+    pub fn pass_later_in_function(&self, call: CallId) -> bool {
+        let c = &self.calls[call];
+        let f = self.function_of(c.site.scope);
+        let after = c.node.end_byte();
+        self.calls.iter_enumerated().any(|(i, other)| {
+            i != call
+                && other.node.start_byte() >= after
+                && self.function_of(other.site.scope) == f
+                && self.graph_pass(i).is_some()
+                && !exclusive_arms(c.node, other.node)
+        })
+    }
+
+    /// Whether the losses of two passes may share part of one autograd graph: some
+    /// binding both read (through the bindings they are computed from, in their
+    /// function) may carry a graph. A binding known to carry none (a module, a number,
+    /// a detached tensor) or that is an input (a loop target, a parameter: the batch
+    /// both forwards take) shares nothing. Unknown passes (`autograd.grad`), a walk
+    /// past its budget, and values read through calls count as shared.
+    pub fn passes_share_graph(&self, a: CallId, b: CallId) -> bool {
+        let (Some(ba), Some(bb)) = (self.backward_at(a), self.backward_at(b)) else {
+            return true;
+        };
+        let site_a = self.calls[a].site;
+        let site_b = self.calls[b].site;
+        let (Some(da), Some(db)) = (
+            self.graph_deps(ba.loss, site_a),
+            self.graph_deps(bb.loss, site_b),
+        ) else {
+            return true;
+        };
+        // Keyed by the value bound: `logits, reg = model(x)` binds two names to one
+        // forward, whose graph both losses then read.
+        let values = |d: &FxHashSet<BindingId>| -> FxHashSet<usize> {
+            d.iter()
+                .filter(|&&x| self.may_hold_graph(x))
+                .filter_map(|&x| self.bindings[x].value.map(|v| v.id()))
+                .collect()
+        };
+        !values(&da).is_disjoint(&values(&db))
+    }
+
+    /// Whether the binding `b` may hold (part of) an autograd graph: an assignment
+    /// whose value is not known to be a module, an optimizer, a number or detached
+    /// (imports, definitions, loop targets and parameters are inputs, not graphs).
+    fn may_hold_graph(&self, b: BindingId) -> bool {
+        let bd = &self.bindings[b];
+        matches!(bd.kind, BindingKind::Assign | BindingKind::Augmented)
+            && matches!(self.eval_binding(b, 0), Value::Graph(_) | Value::Unknown)
+    }
+
+    /// The bindings `expr` (at `site`) is computed from, transitively through the
+    /// values of assignments and `+=` chains; `None` past the budget.
+    fn graph_deps(&self, expr: Node<'_>, site: Site) -> Option<FxHashSet<BindingId>> {
+        let mut seen: FxHashSet<BindingId> = FxHashSet::default();
+        let mut work: Vec<BindingId> = Vec::new();
+        let push_names = |n: Node<'_>, s: Site, work: &mut Vec<BindingId>| {
+            for name in self.names_read(n, DEP_BUDGET) {
+                if let Some(b) = self.resolve(name, s, name.start_byte()) {
+                    work.push(b);
+                }
+            }
+        };
+        push_names(expr, site, &mut work);
+        while let Some(b) = work.pop() {
+            if !seen.insert(b) {
+                continue;
+            }
+            if seen.len() > DEP_BUDGET {
+                return None;
+            }
+            let bd = &self.bindings[b];
+            // What a module, an optimizer or a number was built from is no graph.
+            if !self.may_hold_graph(b) {
+                continue;
+            }
+            match bd.kind {
+                BindingKind::Assign | BindingKind::Augmented => {
+                    if let Some(v) = bd.value {
+                        push_names(v, bd.site, &mut work);
+                    }
+                    if bd.kind == BindingKind::Augmented {
+                        if let Some(p) = self.previous_binding(b) {
+                            work.push(p);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Some(seen)
+    }
+
+    /// Whether the graph behind the loss of the pass `call` is kept on the instance
+    /// after the function returns: a `self.` attribute the function assigns holds a
+    /// value the loss is computed from (`self.outputs = outputs = model(x)`, then a
+    /// loss over `outputs`), and no backward pass of the file reads that attribute:
+    /// the attribute's name.
+    pub fn retained_graph_kept_on_self(&self, call: CallId) -> Option<&'a str> {
+        let bw = self.backward_at(call)?;
+        let site = self.calls[call].site;
+        let f = self.function_of(site.scope);
+        let deps = self.graph_deps(bw.loss, site)?;
+        let graph_deps: Vec<BindingId> = deps
+            .iter()
+            .copied()
+            .filter(|&b| self.may_hold_graph(b))
+            .collect();
+        if graph_deps.is_empty() {
+            return None;
+        }
+        self.bindings.iter().find_map(|bd| {
+            if bd.kind != BindingKind::Assign || self.function_of(bd.site.scope) != f {
+                return None;
+            }
+            if self.scope(bd.owner).kind != ScopeKind::Class {
+                return None;
+            }
+            let v = bd.value?;
+            let kept = graph_deps.iter().any(|&g| {
+                let gd = &self.bindings[g];
+                // The same value bound to both (`self.out = out = f(x)`), or the name.
+                gd.value.is_some_and(|gv| gv.id() == v.id()) && gd.index == bd.index
+                    || unwrap_parens(v).kind() == "identifier"
+                        && self.resolve(unwrap_parens(v), bd.site, v.start_byte()) == Some(g)
+            });
+            (kept && !self.attr_flows_into_backward(bd.owner, bd.name)).then_some(bd.name)
         })
     }
 
@@ -106,4 +246,35 @@ impl<'a> SemanticModel<'a> {
         }
         true
     }
+}
+
+/// Whether `a` and `b` sit in different arms of one `if`/`elif`/`else`, so that no run
+/// reaches both.
+fn exclusive_arms(a: Node<'_>, b: Node<'_>) -> bool {
+    let arm_of = |stmt: Node<'_>, n: Node<'_>| -> Option<usize> {
+        let mut c = stmt.walk();
+        let arms: Vec<Node<'_>> = stmt
+            .named_children(&mut c)
+            .filter(|ch| {
+                ch.kind() != "comment" && stmt.child_by_field_name("condition") != Some(*ch)
+            })
+            .collect();
+        arms.iter()
+            .position(|arm| arm.start_byte() <= n.start_byte() && n.end_byte() <= arm.end_byte())
+    };
+    let mut cur = a.parent();
+    while let Some(n) = cur {
+        if n.kind() == "if_statement"
+            && n.start_byte() <= b.start_byte()
+            && b.end_byte() <= n.end_byte()
+        {
+            if let (Some(x), Some(y)) = (arm_of(n, a), arm_of(n, b)) {
+                if x != y {
+                    return true;
+                }
+            }
+        }
+        cur = n.parent();
+    }
+    false
 }

@@ -435,7 +435,7 @@ impl<'a> SemanticModel<'a> {
         self.backward_receivers.contains(&(f, self.text(node)))
     }
 
-    fn eval_binding(&self, b: BindingId, d: u32) -> Value {
+    pub(super) fn eval_binding(&self, b: BindingId, d: u32) -> Value {
         match self.memo.binding_values.borrow()[b] {
             Memo::Done(v) => return v,
             Memo::InProgress => return Value::Unknown,
@@ -457,12 +457,22 @@ impl<'a> SemanticModel<'a> {
             },
             _ => Value::Unknown,
         };
+        // A container that starts empty holds what is grown into it.
+        let v = match (v, bd.value) {
+            (Value::Unknown, Some(val)) if bd.kind == BindingKind::Assign => {
+                match self.element_node(val, bd.index) {
+                    Some(e) if self.is_empty_list(e) => self.grown_elements(b, d),
+                    _ => v,
+                }
+            }
+            _ => v,
+        };
         self.memo.binding_values.borrow_mut()[b] = Memo::Done(v);
         v
     }
 
     /// The binding of the same name just before augmented binding `b`.
-    fn previous_binding(&self, b: BindingId) -> Option<BindingId> {
+    pub(super) fn previous_binding(&self, b: BindingId) -> Option<BindingId> {
         let bd = &self.bindings[b];
         let key = match bd.owner {
             o if self.scope(o).kind == ScopeKind::Class => NameKey::Attr(o, bd.name),
@@ -548,6 +558,19 @@ impl<'a> SemanticModel<'a> {
                 if let Some(f) = self.callee_of_node(val) {
                     let v = self.function_returns(f, Some(i), d);
                     return self.at_call_site(v, site);
+                }
+                if let Some(f) = self.passed_instance_callee(val, site) {
+                    let v = self.function_returns(f, Some(i), d);
+                    return self.at_call_site(v, site);
+                }
+                // `action, dist = self.actor(state)` where `Actor.forward` returns a
+                // `dist.sample()` there: that element carries no graph.
+                if let Some(fw) = self.instance_forward(val, site) {
+                    if self.function_returns(fw, Some(i), d) == Value::Detached {
+                        return Value::Detached;
+                    }
+                } else if self.imported_forward_detached(val, site, i) {
+                    return Value::Detached;
                 }
                 match self.eval_call(val, site, d) {
                     g @ Value::Graph(_) => g,
@@ -736,7 +759,9 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // A same-file function or method: what it returns.
-        let same_file = self.callee_of_node(node);
+        let same_file = self
+            .callee_of_node(node)
+            .or_else(|| self.passed_instance_callee(node, site));
         if let Some(f) = same_file {
             let v = self.function_returns(f, None, d);
             if v != Value::Unknown {
@@ -825,6 +850,14 @@ impl<'a> SemanticModel<'a> {
         if self.no_forward_call(call, site, d) {
             return Value::Unknown;
         }
+        // A module of this file whose `forward` only returns detached values.
+        if let Some(fw) = self.instance_forward(call, site) {
+            if self.function_returns(fw, None, d) == Value::Detached {
+                return Value::Detached;
+            }
+        } else if self.imported_forward_detached(call, site, u32::MAX) {
+            return Value::Detached;
+        }
         self.produce(Origin::Output, site)
     }
 
@@ -858,9 +891,11 @@ impl<'a> SemanticModel<'a> {
     /// A call known only by its name (defined in another file).
     fn call_by_name(&self, name: &str, call: Node<'_>, site: Site, d: u32) -> Value {
         // An `nn.Module` subclass of another project file, whatever its name.
-        let project_module = self
-            .project()
-            .is_some_and(|p| !name.ends_with("Loss") && p.module_import(name));
+        // ... or a project function handing back a model it placed on a device
+        // (`get_model(args, device)` in `utils/model.py`).
+        let project_module = self.project().is_some_and(|p| {
+            !name.ends_with("Loss") && (p.module_import(name) || p.placing_import(name).is_some())
+        });
         if project_module || names::is_model_class_name(name) {
             Value::Module
         } else if name.ends_with("Loss") && name.starts_with(|c: char| c.is_ascii_uppercase()) {
@@ -903,6 +938,11 @@ impl<'a> SemanticModel<'a> {
             Value::Module => return self.module_output(node, site, d),
             Value::LossFn => return self.apply_loss(node, site, d),
             _ => {}
+        }
+        // `Normal(mu, std).sample()`: a draw from a distribution built here is made under
+        // no_grad whatever its parameters carry (`rsample()` keeps the graph).
+        if names::is_no_grad_sampling_method(method) && self.is_distribution(recv, site, 0) {
+            return Value::Detached;
         }
         let rv = rv.unwrap_or_else(|| self.eval(recv, site, d));
         match rv {
@@ -1091,27 +1131,7 @@ impl<'a> SemanticModel<'a> {
         }
         // Values grown into a container (`xs.append(v)`) flow wherever it does: by the
         // binding a local container resolves to, by class for a `self.` attribute.
-        let mut grown_locals: FxHashMap<BindingId, Vec<(Node<'a>, Site)>> = FxHashMap::default();
-        let mut grown_attrs: FxHashMap<NameKey<'a>, Vec<(Node<'a>, Site)>> = FxHashMap::default();
-        for call in &self.calls {
-            let Some((container, method)) = self.method_call(call) else {
-                continue;
-            };
-            if !names::GROWTH_METHODS.contains(&method) {
-                continue;
-            }
-            let container = unwrap_parens(container);
-            let args = self.positional_args(call.node).map(|a| (a, call.site));
-            match self.name_key(container, call.site.scope) {
-                Some(k @ NameKey::Attr(..)) => grown_attrs.entry(k).or_default().extend(args),
-                Some(NameKey::Local(..)) => {
-                    if let Some(b) = self.resolve(container, call.site, container.start_byte()) {
-                        grown_locals.entry(b).or_default().extend(args);
-                    }
-                }
-                None => {}
-            }
-        }
+        let grown = self.grown();
         // Arguments of project functions of other files that backpropagate them.
         if let Some(facts) = self.project() {
             for (i, call) in self.calls.iter_enumerated() {
@@ -1134,8 +1154,8 @@ impl<'a> SemanticModel<'a> {
         loop {
             if let Some(b) = flow.pending.pop() {
                 self.expand_binding(b, &mut flow, &mut work);
-                if let Some(vs) = grown_locals.get(&b) {
-                    work.extend(vs.iter().map(|&(v, vs)| (v, vs, None)));
+                if let Some(vs) = grown.locals.get(&b) {
+                    work.extend(vs.iter().map(|g| (g.arg, g.site, None)));
                 }
                 continue;
             }
@@ -1197,8 +1217,8 @@ impl<'a> SemanticModel<'a> {
                                 for &b in self.names.get(&k).map(Vec::as_slice).unwrap_or(&[]) {
                                     flow.mark(b);
                                 }
-                                if let Some(vs) = grown_attrs.get(&k) {
-                                    work.extend(vs.iter().map(|&(v, vs)| (v, vs, None)));
+                                if let Some(vs) = grown.attrs.get(&k) {
+                                    work.extend(vs.iter().map(|g| (g.arg, g.site, None)));
                                 }
                             }
                             continue;
@@ -1238,6 +1258,352 @@ impl<'a> SemanticModel<'a> {
             }
         }
         flow
+    }
+
+    pub(super) fn grown(&self) -> &Grown<'a> {
+        self.memo.grown.get_or_init(|| {
+            let mut grown = Grown::default();
+            for call in &self.calls {
+                let Some((container, method)) = self.method_call(call) else {
+                    continue;
+                };
+                if !names::GROWTH_METHODS.contains(&method) {
+                    continue;
+                }
+                let container = unwrap_parens(container);
+                let args = self
+                    .positional_args(call.node)
+                    .enumerate()
+                    .map(|(i, arg)| GrownArg {
+                        arg,
+                        site: call.site,
+                        index_only: method == "insert" && i == 0,
+                    });
+                match self.name_key(container, call.site.scope) {
+                    Some(k @ NameKey::Attr(..)) => grown.attrs.entry(k).or_default().extend(args),
+                    Some(NameKey::Local(..)) => {
+                        if let Some(b) = self.resolve(container, call.site, container.start_byte())
+                        {
+                            grown.locals.entry(b).or_default().extend(args);
+                        }
+                    }
+                    None => {}
+                }
+            }
+            grown
+        })
+    }
+
+    /// What the elements of the container bound by `b` carry, when it starts empty
+    /// (`xs = []`, `xs = list()`) and is only grown: a graph if some grown value carries
+    /// one, detached if every one is detached (`losses.append(loss.item())` makes
+    /// `sum(losses)` a number), unknown otherwise.
+    fn grown_elements(&self, b: BindingId, d: u32) -> Value {
+        let grown = self.grown();
+        let list = match self.name_key_of_binding(b) {
+            Some(k @ NameKey::Attr(..)) => grown.attrs.get(&k),
+            _ => grown.locals.get(&b),
+        };
+        let Some(list) = list else {
+            return Value::Unknown;
+        };
+        join_all(
+            list.iter()
+                .filter(|g| !g.index_only)
+                .map(|g| self.eval(g.arg, g.site, d)),
+        )
+    }
+
+    /// The expression bound: the value itself, or element `index` of a literal tuple.
+    fn element_node<'n>(&self, val: Node<'n>, index: Option<u32>) -> Option<Node<'n>> {
+        let val = unwrap_parens(val);
+        let Some(i) = index else { return Some(val) };
+        if !matches!(val.kind(), "tuple" | "list" | "expression_list") {
+            return None;
+        }
+        let mut c = val.walk();
+        let item = val
+            .named_children(&mut c)
+            .filter(|n| n.kind() != "comment")
+            .nth(i as usize);
+        item
+    }
+
+    /// Whether the name `expr` read at `site` was bound to a list that starts empty
+    /// (`preds = []`, `a, b = [], []`), so `+=` on it grows a list.
+    pub fn is_list_binding(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(b) = self.resolve(expr, site, expr.start_byte()) else {
+            return false;
+        };
+        // Back through earlier `+=` links to the binding the list starts from.
+        let mut b = b;
+        for _ in 0..64 {
+            let bd = &self.bindings[b];
+            match bd.kind {
+                BindingKind::Augmented => match self.previous_binding(b) {
+                    Some(p) => b = p,
+                    None => return false,
+                },
+                BindingKind::Assign => {
+                    return bd
+                        .value
+                        .and_then(|v| self.element_node(v, bd.index))
+                        .is_some_and(|e| self.is_empty_list(e));
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// `[]` or `list()`.
+    fn is_empty_list(&self, n: Node<'_>) -> bool {
+        let n = unwrap_parens(n);
+        match n.kind() {
+            "list" => n.named_child_count() == 0,
+            "call" => {
+                n.field("function").is_some_and(|f| self.text(f) == "list")
+                    && n.field("arguments")
+                        .is_some_and(|a| a.named_child_count() == 0)
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether `expr` is a `torch.distributions` object built in this file: the
+    /// constructor call itself, or a name (or `self.` attribute) bound to one.
+    fn is_distribution(&self, expr: Node<'_>, site: Site, depth: u32) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let e = unwrap_parens(expr);
+        match e.kind() {
+            "call" => e
+                .field("function")
+                .and_then(|f| self.qualified(f))
+                .is_some_and(|q| q.is_torch() && q.has_module("distributions")),
+            "identifier" | "attribute" => {
+                let Some(b) = self.resolve(e, site, e.start_byte()) else {
+                    return false;
+                };
+                let bd = &self.bindings[b];
+                bd.kind == BindingKind::Assign
+                    && bd.index.is_none()
+                    && bd
+                        .value
+                        .is_some_and(|v| self.is_distribution(v, bd.site, depth + 1))
+            }
+            _ => false,
+        }
+    }
+
+    /// The positions of what the `forward` of `f` returns that carry no graph on any
+    /// return (`return dist.sample(), dist` gives `[0]`), `u32::MAX` for the whole
+    /// output: for the project index, so a module class of another file says it.
+    pub fn detached_outputs(&self, f: ScopeId) -> Vec<u32> {
+        if self.function_returns(f, None, 0) == Value::Detached {
+            return vec![u32::MAX];
+        }
+        let width = self
+            .scope(f)
+            .returns
+            .iter()
+            .map(|&(r, _)| {
+                let r = unwrap_parens(r);
+                if matches!(r.kind(), "tuple" | "expression_list") {
+                    r.named_child_count() as u32
+                } else {
+                    0
+                }
+            })
+            .max()
+            .unwrap_or(0)
+            .min(8);
+        (0..width)
+            .filter(|&i| self.function_returns(f, Some(i), 0) == Value::Detached)
+            .collect()
+    }
+
+    /// The `forward` run by `call` when it calls an instance of a module class of this
+    /// file (`self.actor(state)` with `self.actor = Actor(...).to(device)`, or
+    /// `net.forward(x)`).
+    fn instance_forward(&self, call: Node<'_>, site: Site) -> Option<ScopeId> {
+        let func = unwrap_parens(call.field("function")?);
+        let callee = if func.kind() == "attribute"
+            && func
+                .field("attribute")
+                .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
+        {
+            func.field("object")?
+        } else {
+            func
+        };
+        let class = self.constructed_class(callee, site, 0)?;
+        if !self.is_module_class(class) {
+            return None;
+        }
+        let forward = self.method_of(class, "forward", 0)?;
+        // A forward that backpropagates (a meta-learning step) is a training step: a
+        // caller reading its detached result is no inference (OOM301 would take it
+        // for one), so its returns are not offered.
+        let trains = self
+            .calls_of_function(Some(forward))
+            .iter()
+            .any(|&c| self.backward_at(c).is_some() || self.optimizer_step(c).is_some());
+        (!trains).then_some(forward)
+    }
+
+    /// The method run by calling a parameter that every same-file caller binds to an
+    /// instance of one class of this file (`run_epoch(data, model, LossCompute(gen,
+    /// crit))` then `loss_compute(out, y)` in `run_epoch`): its `__call__` (or a
+    /// module's `forward`).
+    fn passed_instance_callee(&self, call: Node<'_>, site: Site) -> Option<ScopeId> {
+        let func = unwrap_parens(call.field("function")?);
+        if func.kind() != "identifier" {
+            return None;
+        }
+        let b = self.resolve(func, site, func.start_byte())?;
+        let bd = &self.bindings[b];
+        if bd.kind != BindingKind::Parameter {
+            return None;
+        }
+        let f = bd.owner;
+        let sc = self.scope(f);
+        let pos = sc.params.iter().position(|p| *p == bd.name)?;
+        let callers = &self.callers[f];
+        if callers.is_empty() {
+            return None;
+        }
+        let mut class = None;
+        for &call in callers {
+            let cl = &self.calls[call];
+            let skip = usize::from(sc.self_param().is_some() && cl.function.kind() == "attribute");
+            let arg = pos
+                .checked_sub(skip)
+                .and_then(|p| self.positional_args(cl.node).nth(p))
+                .or_else(|| self.keyword_arg(cl.node, bd.name))?;
+            let c = self.constructed_class(arg, cl.site, 0)?;
+            if class.is_some_and(|k| k != c) {
+                return None;
+            }
+            class = Some(c);
+        }
+        let class = class?;
+        self.method_of(class, "__call__", 0).or_else(|| {
+            self.is_module_class(class)
+                .then(|| self.method_of(class, "forward", 0))
+                .flatten()
+        })
+    }
+
+    /// The class of this file that `expr` was constructed from.
+    fn constructed_class(&self, expr: Node<'_>, site: Site, depth: u32) -> Option<ScopeId> {
+        match self.constructor(expr, site, depth)? {
+            Ctor::Class(c) => Some(c),
+            Ctor::Import(_) => None,
+        }
+    }
+
+    /// The class that `expr` was constructed from (a class of this file, or an imported
+    /// name), through names, `self.` attributes whose every store agrees, and calls that
+    /// return their receiver (`.to(device)`, `.cuda()`, `.eval()`).
+    fn constructor(&self, expr: Node<'_>, site: Site, depth: u32) -> Option<Ctor<'a>> {
+        if depth > 8 {
+            return None;
+        }
+        let e = unwrap_parens(expr);
+        match e.kind() {
+            "call" => {
+                let f = unwrap_parens(e.field("function")?);
+                match f.kind() {
+                    "identifier" => {
+                        let b = self.resolve(f, site, f.start_byte())?;
+                        match self.bindings[b].kind {
+                            BindingKind::Definition => {
+                                self.classes.get(self.text(f)).map(|&c| Ctor::Class(c))
+                            }
+                            BindingKind::Import => Some(Ctor::Import(self.text(f))),
+                            _ => None,
+                        }
+                    }
+                    "attribute" => {
+                        let m = self.text(f.field("attribute")?);
+                        let keeps = names::is_conversion_method(m)
+                            || names::RETURNS_SELF_METHODS.contains(&m);
+                        if !keeps {
+                            return None;
+                        }
+                        self.constructor(f.field("object")?, site, depth + 1)
+                    }
+                    _ => None,
+                }
+            }
+            "identifier" => {
+                let b = self.resolve(e, site, e.start_byte())?;
+                let bd = &self.bindings[b];
+                if bd.kind != BindingKind::Assign || bd.index.is_some() {
+                    return None;
+                }
+                self.constructor(bd.value?, bd.site, depth + 1)
+            }
+            "attribute" => {
+                let key @ NameKey::Attr(..) = self.name_key(e, site.scope)? else {
+                    return None;
+                };
+                let mut found = None;
+                for &b in self.assigns.get(&key)? {
+                    let bd = &self.bindings[b];
+                    if bd.kind != BindingKind::Assign || bd.index.is_some() {
+                        return None;
+                    }
+                    let c = self.constructor(bd.value?, bd.site, depth + 1)?;
+                    if found.is_some_and(|f| f != c) {
+                        return None;
+                    }
+                    found = Some(c);
+                }
+                found
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `call` runs the forward of a module class of another project file that
+    /// returns no graph at `index` (`u32::MAX`: the whole output).
+    fn imported_forward_detached(&self, call: Node<'_>, site: Site, index: u32) -> bool {
+        let Some(p) = self.project() else {
+            return false;
+        };
+        let Some(func) = call.field("function").map(unwrap_parens) else {
+            return false;
+        };
+        let callee = if func.kind() == "attribute"
+            && func
+                .field("attribute")
+                .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
+        {
+            match func.field("object") {
+                Some(o) => o,
+                None => return false,
+            }
+        } else {
+            func
+        };
+        match self.constructor(callee, site, 0) {
+            Some(Ctor::Import(name)) => p
+                .detached_forward(name)
+                .is_some_and(|d| d.contains(&index) || d.contains(&u32::MAX)),
+            _ => false,
+        }
+    }
+
+    /// The key of the name a binding binds.
+    fn name_key_of_binding(&self, b: BindingId) -> Option<NameKey<'a>> {
+        let bd = &self.bindings[b];
+        Some(match bd.owner {
+            o if self.scope(o).kind == ScopeKind::Class => NameKey::Attr(o, bd.name),
+            o => NameKey::Local(o, bd.name),
+        })
     }
 
     /// A local read at `n` flows into a backward: the binding it reaches, or every
@@ -1301,6 +1667,23 @@ impl<'a> SemanticModel<'a> {
             _ => {}
         }
     }
+}
+
+/// An argument of a growth call (`xs.append(v)`, `xs.insert(0, v)`) and where it stands.
+#[derive(Clone, Copy)]
+pub(super) struct GrownArg<'a> {
+    pub arg: Node<'a>,
+    pub site: Site,
+    /// The index of `insert(index, value)`, not a stored value.
+    pub index_only: bool,
+}
+
+/// What is grown into containers, by the binding a local container resolves to and by
+/// key for a `self.` attribute.
+#[derive(Default)]
+pub(super) struct Grown<'a> {
+    pub locals: FxHashMap<BindingId, Vec<GrownArg<'a>>>,
+    pub attrs: FxHashMap<NameKey<'a>, Vec<GrownArg<'a>>>,
 }
 
 /// An expression that flows into a backward, where it stands, and the position wanted
@@ -1383,6 +1766,7 @@ impl<'a> SemanticModel<'a> {
         self.iteration(site).is_some()
             && self.grad_enabled(site)
             && self.lives_across_iterations(container, site)
+            && !self.fresh_per_outer_step(container, site)
             && !self.flows_into_backward(container, site)
             && !self.read_by_numpy(container, site)
     }
@@ -1467,6 +1851,15 @@ impl<'a> SemanticModel<'a> {
             }
         }
         set
+    }
+
+    /// Whether the `self.` attribute `attr` of `class` flows into a backward pass.
+    pub(super) fn attr_flows_into_backward(&self, class: ScopeId, attr: &'a str) -> bool {
+        let flow = self
+            .memo
+            .backward_flow
+            .get_or_init(|| self.compute_backward_flow());
+        flow.attrs.contains(&NameKey::Attr(class, attr))
     }
 
     /// Whether the name `expr` (at `site`) is, or flows into, something backpropagated
@@ -1589,7 +1982,7 @@ impl<'a> SemanticModel<'a> {
 
     /// The names (`x`, `self.x`) an expression reads, at most `limit` nodes looked at:
     /// not attribute names after a dot, nor keyword names of a call.
-    fn names_read<'n>(&self, expr: Node<'n>, limit: usize) -> Vec<Node<'n>> {
+    pub(super) fn names_read<'n>(&self, expr: Node<'n>, limit: usize) -> Vec<Node<'n>> {
         let mut out = Vec::new();
         let mut stack = vec![expr];
         let mut looked = 0;
@@ -1625,6 +2018,13 @@ impl<'a> SemanticModel<'a> {
     pub fn depth_limited(&self) -> bool {
         self.memo.depth_exceeded.get()
     }
+}
+
+/// What a value was constructed from: a class of this file, or an imported name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ctor<'a> {
+    Class(ScopeId),
+    Import(&'a str),
 }
 
 /// A method that appends one of its parameters to a list held on `self`.

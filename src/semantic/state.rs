@@ -443,15 +443,27 @@ impl<'a> SemanticModel<'a> {
                 .then(|| p.placing_import(self.text(f)))
                 .flatten()
         }) {
-            st.device = Some(Fact {
-                value: if d == "cpu" {
-                    Device::Cpu
-                } else {
-                    Device::Cuda("")
-                },
-                at: base,
-            });
-            return st;
+            let value = match d.strip_prefix("param:") {
+                // The device the caller passes for the helper's parameter.
+                Some(p) => {
+                    let (pos, name) = p.split_once(':').unwrap_or((p, ""));
+                    let arg = self.keyword_arg(base, name).or_else(|| {
+                        pos.parse::<usize>()
+                            .ok()
+                            .and_then(|i| self.positional_args(base).nth(i))
+                    });
+                    match arg.map(|a| self.classify_to_arg(a, site)) {
+                        Some(Arg::Device(Some(d))) => Some(d),
+                        _ => None,
+                    }
+                }
+                None if d == "cpu" => Some(Device::Cpu),
+                None => Some(Device::Cuda("")),
+            };
+            if let Some(value) = value {
+                st.device = Some(Fact { value, at: base });
+                return st;
+            }
         }
         if let Some(i) = returned {
             return self
@@ -506,18 +518,32 @@ impl<'a> SemanticModel<'a> {
 
     /// The device every `return` of the function `f` certainly hands back a model on,
     /// for callers in other files: `"cuda"` or `"cpu"` (`def load_model(h): model =
-    /// Net(h).cuda(); ...; return model`).
-    pub fn returned_device(&self, f: ScopeId) -> Option<&'static str> {
+    /// Net(h).cuda(); ...; return model`), or `"param:N:NAME"` for the device its
+    /// parameter `NAME` (position `N`) holds (`def get_model(args, device): model =
+    /// Net().to(device); ...; return model`), which each caller passes. Returns of a
+    /// tuple (`return model, optimizer` on a training path) hand back no model to move.
+    pub fn returned_device(&self, f: ScopeId) -> Option<String> {
         let budget = Cell::new(MAX_STATE_STEPS);
         let mut merged: Option<ModelState<'a>> = None;
         for &(ret, ret_site) in &self.scope(f).returns {
             let r = unwrap_parens(ret);
+            if matches!(r.kind(), "tuple" | "expression_list" | "none") {
+                continue;
+            }
             let s = self.expr_state(r, ret_site, r.start_byte(), &budget);
             merged = Some(merged.map_or(s, |m| meet(m, s)));
         }
         match merged?.device?.value {
-            Device::Cuda("" | "0") => Some("cuda"),
-            Device::Cpu => Some("cpu"),
+            Device::Cuda("" | "0") => Some("cuda".to_owned()),
+            Device::Cpu => Some("cpu".to_owned()),
+            Device::Var(name, Some(b)) => {
+                let bd = &self.bindings[b];
+                if bd.kind != BindingKind::Parameter || bd.owner != f {
+                    return None;
+                }
+                let pos = self.scope(f).params.iter().position(|&p| p == name)?;
+                Some(format!("param:{pos}:{name}"))
+            }
             _ => None,
         }
     }
