@@ -14,7 +14,13 @@ declare_rule! {
     /// `torch.no_grad()`/`torch.inference_mode()`. Also the code after a training loop
     /// (a script's prediction, the per-epoch evaluation after the loop over batches) and
     /// a branch of a training loop that asks for no gradient (a preview every N steps),
-    /// where a forward's outputs are only read detached. Reported once per region.
+    /// where a forward's outputs are only read detached; and the code after a batch is
+    /// drawn by hand from evaluation data (`x, y = next(iter(test_loader))`: a test
+    /// episode, a prediction cell) when nothing there asks for gradients; and a function
+    /// that runs the model only to read its outputs detached, hands back nothing it
+    /// computed (a plotting helper's `return ax`) and trains nothing. Reported once
+    /// per region. A file named like a test (`*_test.py`) is skipped only when it holds
+    /// test cases (`test_*` functions, `Test*` classes, a pytest or unittest import).
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
@@ -105,10 +111,21 @@ enum Region<'a> {
     /// A branch of a training loop's body that asks for no gradient (`if step % 100
     /// == 0:` saving a preview): forwards there whose outputs only reach detached reads.
     Branch(LoopId, Node<'a>),
+    /// The rest of the block after a batch is drawn from evaluation data by hand
+    /// (`x, y = next(iter(test_loader))`, `test_loader.__iter__().next()`): a test
+    /// episode, a prediction demo on one test batch. From the byte where the draw ends
+    /// to the end of its block, when nothing there asks for gradients.
+    EvalDraw(usize, usize),
+    /// A function that asks for no gradient and whose every forward's outputs only
+    /// reach detached reads (`.detach().numpy()` for a plot, a similarity map): it can
+    /// only be inference, whatever its name.
+    DetachedOnly,
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
-    if cx.is_test_file {
+    // A pytest module's functions are tests; a script that is only named like one (an
+    // evaluation run saved as `model_test.py`) is what the rule is for.
+    if cx.is_test_file && model.defines_test_cases() {
         return;
     }
     let fx = Forwards::new(model);
@@ -138,6 +155,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         })
         .map(|l| (model.function_of(model.loop_(l).scope), l))
         .collect();
+    let all_eval_draws: Vec<(Option<ScopeId>, usize, usize)> = eval_draws(model);
     let all_inference_loops: Vec<(Option<ScopeId>, LoopId)> = inference_loops(model)
         .into_iter()
         .map(|l| (model.function_of(model.loop_(l).scope), l))
@@ -222,6 +240,29 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     .map(|(end, within)| Region::AfterTraining(end, within)),
             );
         }
+        if named.is_none()
+            && gate.is_none()
+            && grad_calls.is_empty()
+            && f.is_some_and(|f| detached_only_function(model, &fx, f))
+        {
+            contexts.push(Region::DetachedOnly);
+        }
+        // First: a batch drawn by hand is an episode of its own (a prediction cell
+        // after a notebook's test loop), reported even inside a wider region.
+        if named.is_none() && gate.is_none() {
+            let draws: Vec<Region<'_>> = all_eval_draws
+                .iter()
+                .filter(|(g, ..)| *g == f)
+                .filter(|&&(_, s, e)| {
+                    !grad_calls.iter().any(|&g| {
+                        let at = model.calls[g].node.start_byte();
+                        at >= s && at < e
+                    })
+                })
+                .map(|&(_, s, e)| Region::EvalDraw(s, e))
+                .collect();
+            contexts.splice(0..0, draws);
+        }
         if named.is_none() && gate.is_none() {
             contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
         }
@@ -260,6 +301,15 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                             && !fx.only_by_method(i)
                             && output_only_detached_in(model, i, b)
                     }
+                    Region::EvalDraw(s, e) => {
+                        let at = c.node.start_byte();
+                        at >= s && at < e && !fx.only_by_method(i)
+                    }
+                    Region::DetachedOnly => {
+                        model.callee(i).is_none()
+                            && !fx.only_by_method(i)
+                            && scope_body.is_some_and(|b| output_only_detached_in(model, i, b))
+                    }
                     Region::AfterEval(s, e, m) => {
                         let at = c.node.start_byte();
                         at >= s
@@ -293,12 +343,12 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     let n = model.loop_(l).node;
                     (n.start_byte(), n.end_byte())
                 }
-                Region::AfterEval(s, e, _) => (s, e),
+                Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => (s, e),
                 Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
-                Region::Function | Region::FlagEval => (0, usize::MAX),
+                Region::Function | Region::FlagEval | Region::DetachedOnly => (0, usize::MAX),
             };
             let at = c.node.start_byte();
             if reported
@@ -324,6 +374,13 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Branch(..), _) => {
                     "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::DetachedOnly, _) => {
+                    let name = f.map_or("", |f| model.scope(f).name);
+                    format!("`{name}`, which only reads the model's outputs detached,")
+                }
+                (Region::EvalDraw(..), _) => {
+                    "code on a batch drawn from evaluation data".to_owned()
                 }
                 (Region::AfterTraining(..), _) => {
                     "prediction after the training loop, whose outputs are only read detached,".to_owned()
@@ -394,7 +451,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
         }
         // A branch inside a training loop, or a whole routine behind a flag: no block
         // of its own to wrap without restructuring the code.
-        Region::FlagEval | Region::Branch(..) => return None,
+        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) | Region::DetachedOnly => return None,
     };
     edits.extend(import);
     Some(if safe {
@@ -669,7 +726,7 @@ fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls:
 /// preview right after `G.eval()` in a loop that also trains wants no gradient.
 fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Region<'_>) -> Vec<CallId> {
     match ctx {
-        Region::AfterEval(s, e, _) => grad_calls
+        Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => grad_calls
             .iter()
             .copied()
             .filter(|&g| {
@@ -747,7 +804,18 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
             // graph; `out.size()` reads nothing of it.
             let chain = read_chain(n);
-            let detached = if chain.id() == n.id() {
+            // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
+            let plotted = chain
+                .parent()
+                .filter(|a| a.kind() == "argument_list")
+                .and_then(|a| a.parent())
+                .and_then(|c| c.field("function"))
+                .filter(|f| f.kind() == "attribute")
+                .and_then(|f| f.field("attribute"))
+                .is_some_and(|m| names::is_plotting_sink(model.text(m)));
+            let detached = if plotted {
+                Some(true)
+            } else if chain.id() == n.id() {
                 Some(false)
             } else {
                 chain_detached(model, n, chain, site)
@@ -1089,6 +1157,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return false;
         }
         let c = &m.calls[call];
+        // A method the project's classes define running their forwards only under
+        // `no_grad` (an agent's `select_action`): no graph, whatever the receiver is.
+        if m
+            .method_call(c)
+            .is_some_and(|(_, meth)| !names::FORWARD_METHODS.contains(&meth) && m.project().is_some_and(|p| p.quiet_method(meth)))
+        {
+            return false;
+        }
         // A forward takes an input: `self.model.merge_adapter()` is a method of the model.
         if c.arguments.is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0) {
             return false;
@@ -1192,6 +1268,123 @@ fn callee_root<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
         }
     }
     model.text(f)
+}
+
+/// Whether function `f` runs forwards (definite ones: a module called) only to read
+/// their outputs detached, hands back nothing it computed, asks for no gradient
+/// and is no part of a model's own forward: a plot of a decision boundary, a
+/// similarity map, an embedding export. Its callers may not use its results for a
+/// backward either.
+fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: ScopeId) -> bool {
+    let s = model.scope(f);
+    if names::is_no_grad_hook(s.name)
+        || names::FORWARD_METHODS.contains(&s.name)
+        || s.name.starts_with("__")
+        || function_wants_grad(model, Some(f))
+        || reached_from_forward(model, f)
+        || model.callers(f).iter().any(|&c| result_feeds_grad(model, c))
+    {
+        return false;
+    }
+    // It hands back nothing it computed: nothing, or what it was given (`return ax`
+    // of a plotting helper). A function returning its detached results (an agent's
+    // `select_action`) is a step of whatever calls it, and the caller decides.
+    if !s.returns.iter().all(|&(r, _)| {
+        let r = unwrap_parens(r);
+        r.kind() == "none" || r.kind() == "identifier" && s.params.contains(&model.text(r))
+    }) {
+        return false;
+    }
+    // Nor does it train through another routine (an agent's rollout acting with the
+    // policy, then calling `agent.update()`): acting there is part of training.
+    let wants = WantsGrad::new(model);
+    let trains = model.calls_of_function(Some(f)).into_iter().any(|i| {
+        let c = &model.calls[i];
+        model.callee(i).is_some_and(|g| wants.function(g))
+            || model.method_call(c).is_some_and(|(_, meth)| {
+                wants.method(meth)
+                    || model.project().is_some_and(|p| p.training_method(meth))
+            })
+    });
+    if trains {
+        return false;
+    }
+    let Some(body) = s.node.field("body") else {
+        return false;
+    };
+    let mut any = false;
+    for i in model.calls_of_function(Some(f)) {
+        let c = &model.calls[i];
+        // Its own forwards: a helper's are the helper's to report, where the
+        // helper's own facts (a frozen network it loads) are in view.
+        if model.function_of(c.site.scope) != Some(f)
+            || c.site.grad == GradMode::Disabled
+            || model.callee(i).is_some()
+            || fx.only_by_method(i)
+            || !fx.is_forward(i)
+        {
+            continue;
+        }
+        if !output_only_detached_in(model, i, body) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// Batches drawn by hand from evaluation data, with the function they are drawn in
+/// and the span after the draw to the end of its block: `x, y = next(iter(test_loader))`,
+/// `iter(test_iter).next()`, `test_loader.__iter__().next()`, and `next(it)` where `it =
+/// iter(val_loader)` earlier in the same scope.
+fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)> {
+    let mut out = Vec::new();
+    for a in model.assignments.iter() {
+        let v = unwrap_parens(a.value);
+        if v.kind() != "call" {
+            continue;
+        }
+        let Some(func) = v.field("function").map(unwrap_parens) else {
+            continue;
+        };
+        // `next(x)` / `x.next()` / `x.__next__()`: what is drawn from is `x`.
+        let from = match func.kind() {
+            "identifier" if model.text(func) == "next" => v
+                .field("arguments")
+                .and_then(|args| args.named_child(0)),
+            "attribute"
+                if func
+                    .field("attribute")
+                    .is_some_and(|m| matches!(model.text(m), "next" | "__next__")) =>
+            {
+                func.field("object")
+            }
+            _ => None,
+        };
+        let Some(from) = from.map(unwrap_parens) else {
+            continue;
+        };
+        let evalish = iterates_eval_loader(model, from)
+            || (from.kind() == "identifier"
+                && model.binding_of(from, a.site).is_some_and(|b| {
+                    b.kind == crate::semantic::BindingKind::Assign
+                        && b.pos < from.start_byte()
+                        && b.value.is_some_and(|x| iterates_eval_loader(model, x))
+                }));
+        if !evalish {
+            continue;
+        }
+        // The statement's block: the rest of it runs on the batch.
+        let mut stmt = a.node;
+        while let Some(p) = stmt.parent() {
+            if matches!(p.kind(), "block" | "module") {
+                out.push((model.function_of(a.site.scope), a.node.end_byte(), p.end_byte()));
+                break;
+            }
+            stmt = p;
+        }
+    }
+    out
 }
 
 /// `for x, y in val_loader`, `enumerate(tqdm(test_loader))`, `self.val_dataloader()`.

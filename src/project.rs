@@ -69,6 +69,11 @@ pub struct FnSummary {
     /// its own parameters when built.
     #[serde(default)]
     pub returns_frozen: bool,
+    /// Calls a module under `no_grad` (a `with torch.no_grad():` block, a decorator):
+    /// with `runs_forward` false, its forwards record no graph (`select_action`
+    /// picking an action inside `no_grad`).
+    #[serde(default)]
+    pub no_grad_forward: bool,
     /// `forward` of a module class only: the positions of the returned tuple that carry
     /// no graph (`return dist.sample(), dist` gives `[0]`), and `u32::MAX` when the
     /// whole output carries none.
@@ -167,6 +172,10 @@ pub struct FileFacts {
     /// Method names that a project `nn.Module` subclass defines asking for gradients
     /// or resetting them. Shared.
     pub training_methods: Arc<BTreeSet<String>>,
+    /// Method names that the classes of this file and of the project files it imports
+    /// define running their forwards only under `no_grad` (some definition calls a
+    /// module there, none runs one with grad on): calling one records no graph.
+    pub quiet_methods: BTreeSet<String>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -223,6 +232,7 @@ pub enum FactQuery {
     ReturnedParam(String),
     PlacingImport(String),
     FrozenImport(String),
+    QuietMethod(String),
     ProjectCuda,
     ProjectTrains,
     DetachedForward(String),
@@ -260,6 +270,7 @@ impl FactQuery {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
+            FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
             FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
             FactQuery::DetachedForward(n) => {
@@ -382,6 +393,13 @@ impl<'m> Facts<'m> {
     pub fn returned_param(&self, name: &str) -> Option<u32> {
         self.ask(|| FactQuery::ReturnedParam(name.to_owned()));
         self.facts.param_returning_imports.get(name).copied()
+    }
+
+    /// Whether the project's classes define method `name` running forwards only under
+    /// `no_grad`: a call of it records no graph.
+    pub fn quiet_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::QuietMethod(name.to_owned()));
+        self.facts.quiet_methods.contains(name)
     }
 
     /// Whether the imported name `name` builds a module frozen from the start.
@@ -651,6 +669,23 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         stack.extend(n.named_children(&mut c));
     }
     finish_imports(&mut s);
+    // Receivers the file treats as modules (`self.model.eval()`, `.cuda()`,
+    // `.state_dict()`): calling one is a forward even where its value is not known
+    // (`self.model = None` in `__init__`, the model assigned later from a loader).
+    let mut handled: Vec<&str> = model
+        .calls
+        .iter()
+        .filter_map(|c| match model.method_call(c) {
+            Some((
+                recv,
+                "eval" | "train" | "cuda" | "state_dict" | "load_state_dict" | "parameters"
+                | "named_parameters" | "zero_grad",
+            )) => Some(model.text(recv)),
+            _ => None,
+        })
+        .collect();
+    handled.sort_unstable();
+    handled.dedup();
     for (id, scope) in model.scopes.iter_enumerated() {
         if scope.kind == ScopeKind::Class
             && scope
@@ -671,6 +706,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             let call = &model.calls[c];
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
+        let no_grad_forward = runs_forward_under_no_grad(model, id, &handled, 2);
         let wants_grad = calls.iter().any(|&c| {
             model.backward_at(c).is_some()
                 || model.qualified(model.calls[c].function).is_some_and(|q| {
@@ -730,6 +766,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     .iter()
                     .filter(|(e, _)| e.kind() != "none")
                     .all(|&(e, site)| model.frozen_module(e, site)),
+            no_grad_forward,
             detached_outputs: match scope.class {
                 // A forward that backpropagates (a meta-learning step) is a training
                 // step: what it hands back is not offered (see `instance_forward`).
@@ -824,6 +861,37 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
     });
     s
+}
+
+/// Whether function `f` runs a forward under `no_grad`: calls a module there, or a
+/// same-file helper that calls one (`with torch.no_grad(): loss = self.run_model(x)`),
+/// or, `depth` levels down, a same-file helper that does so itself (`do_predict`
+/// calling `self.do_inference(...)`).
+fn runs_forward_under_no_grad(
+    model: &SemanticModel<'_>,
+    f: ScopeId,
+    handled: &[&str],
+    depth: u32,
+) -> bool {
+    // Under no_grad a forward's value is detached: what is called tells it apart.
+    let is_module = |call: &crate::semantic::Call<'_>| {
+        model.value(call.function, call.site) == Value::Module
+            || handled.binary_search(&model.text(call.function)).is_ok()
+    };
+    let calls_module = |g: ScopeId| {
+        model.calls_of_function(Some(g)).iter().any(|&c| {
+            let call = &model.calls[c];
+            is_module(call) || model.value(call.node, call.site) == Value::Graph(Origin::Output)
+        })
+    };
+    model.calls_of_function(Some(f)).iter().any(|&c| {
+        let call = &model.calls[c];
+        let callee = model.callee(c).filter(|&g| g != f);
+        (call.site.grad == GradMode::Disabled
+            && (is_module(call) || callee.is_some_and(calls_module)))
+            || (depth > 0
+                && callee.is_some_and(|g| runs_forward_under_no_grad(model, g, handled, depth - 1)))
+    })
 }
 
 /// The names a call of `f` may reach, as other files define them: `local` for
@@ -1212,6 +1280,26 @@ impl ProjectIndex {
                 training_methods: training_methods.clone(),
                 ..Default::default()
             };
+            // Methods that the classes this file can see (its own and those of the
+            // project files it imports) define running forwards only under no_grad,
+            // none of them with grad on: a repository's other scripts may reuse the
+            // name for an agent that does not (a second algorithm's `select_action`).
+            let mut quiet: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+            let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
+            for q in seen {
+                let Some(qs) = files.get(q) else { continue };
+                for g in qs.functions.iter().filter(|g| g.method) {
+                    let m = g.name.rsplit('.').next().unwrap_or(&g.name);
+                    let e = quiet.entry(m).or_insert((false, false));
+                    e.0 |= g.no_grad_forward;
+                    e.1 |= g.runs_forward;
+                }
+            }
+            f.quiet_methods = quiet
+                .into_iter()
+                .filter(|(m, (q, g))| *q && !*g && !m.starts_with("__"))
+                .map(|(m, _)| m.to_owned())
+                .collect();
             for func in &s.functions {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);

@@ -390,6 +390,26 @@ pub fn is_non_differentiable_torch_fn(name: &str) -> bool {
     NON_DIFF.contains(&name)
 }
 
+/// Plotting calls that turn a tensor argument into a NumPy array (matplotlib's
+/// `ax.imshow(attn)`, `plt.plot(xs, ys)`): they raise on a tensor that requires
+/// grad, so what reaches them keeps no graph.
+pub fn is_plotting_sink(method: &str) -> bool {
+    matches!(
+        method,
+        "imshow"
+            | "matshow"
+            | "plot"
+            | "scatter"
+            | "contour"
+            | "contourf"
+            | "pcolormesh"
+            | "hist"
+            | "bar"
+            | "quiver"
+            | "plot_surface"
+    )
+}
+
 /// Builtins whose result is a plain Python value.
 pub fn is_detaching_builtin(name: &str) -> bool {
     matches!(

@@ -46,6 +46,36 @@ impl<'a> SemanticModel<'a> {
         &self.callers[f]
     }
 
+    /// Whether the file holds test cases a test runner collects: a `test_*` function
+    /// at module level or in a `Test*` class, a `unittest.TestCase` subclass, or an
+    /// import of `pytest`/`unittest`. A file named like a test (`feature_extraction_test.py`,
+    /// `model_test.py`) that holds none is a script (an evaluation run, a demo), and
+    /// its `test()` is the evaluation it is named for.
+    pub fn defines_test_cases(&self) -> bool {
+        let runner = self
+            .imports
+            .values()
+            .any(|q| matches!(q.first(), Some("pytest" | "unittest")));
+        runner
+            || self.scopes.iter().any(|s| {
+                let Some(parent) = s.parent else { return false };
+                let top = self.scope(parent).kind == ScopeKind::Module;
+                match s.kind {
+                    ScopeKind::Function => {
+                        s.name.starts_with("test_")
+                            && (top
+                                || (self.scope(parent).kind == ScopeKind::Class
+                                    && self.scope(parent).name.starts_with("Test")))
+                    }
+                    ScopeKind::Class => {
+                        top && (s.name.starts_with("Test")
+                            || s.bases.iter().any(|b| self.text(*b).ends_with("TestCase")))
+                    }
+                    _ => false,
+                }
+            })
+    }
+
     /// A class that is an `nn.Module` by one of its bases (same-file bases followed).
     pub fn is_module_class(&self, class: ScopeId) -> bool {
         // A class that defines `forward` is a module whatever its (other-file) bases.
