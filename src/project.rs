@@ -655,18 +655,14 @@ pub fn summarize_text(text: &str) -> Option<FileSummary> {
 /// The summary of a built model.
 pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     let mut s = FileSummary::default();
-    let mut stack = vec![model.root];
-    while let Some(n) = stack.pop() {
-        match n.kind() {
-            "import_statement" | "import_from_statement" => {
-                imports_of(model, n, &mut s.imports);
-                continue;
-            }
-            "string" | "comment" => continue,
-            _ => {}
+    // The builder enters every import outside plain strings; the summary keeps the
+    // imports of ordinary code only (none inside a string, another import, or below an
+    // anonymous node, which only error recovery makes). Reverse source order is the
+    // order a depth-first stack visits them, which ties in `finish_imports` keep.
+    for &n in model.import_nodes.iter().rev() {
+        if summarised_import(n) {
+            imports_of(model, n, &mut s.imports);
         }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
     }
     finish_imports(&mut s);
     // Receivers the file treats as modules (`self.model.eval()`, `.cuda()`,
@@ -943,6 +939,25 @@ pub fn closure_name(model: &SemanticModel<'_>, f: ScopeId) -> Option<String> {
         return None;
     }
     Some(format!("{}()", qualname(model, model.scopes[f].parent?)?))
+}
+
+/// Whether an import the builder entered sits in ordinary code: every ancestor named,
+/// none a string, comment or import. Imports are few and shallow, so the ancestor walk
+/// costs less than a second walk of the tree.
+fn summarised_import(n: Node<'_>) -> bool {
+    let mut p = n.parent();
+    while let Some(a) = p {
+        if !a.is_named()
+            || matches!(
+                a.kind(),
+                "import_statement" | "import_from_statement" | "string" | "comment"
+            )
+        {
+            return false;
+        }
+        p = a.parent();
+    }
+    true
 }
 
 fn finish_imports(s: &mut FileSummary) {

@@ -68,6 +68,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         call_ids: FxHashMap::default(),
         backward_receivers: FxHashSet::default(),
         comments: Vec::new(),
+        import_nodes: Vec::new(),
         first_syntax_error: None,
         names: FxHashMap::default(),
         assigns: FxHashMap::default(),
@@ -242,7 +243,10 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
-            "import_statement" | "import_from_statement" => self.enter_import(node),
+            "import_statement" | "import_from_statement" => {
+                self.m.import_nodes.push(node);
+                self.enter_import(node)
+            }
             "comment" => self.m.comments.push(node),
             "global_statement" | "nonlocal_statement" => {
                 let mut c = node.walk();

@@ -257,6 +257,9 @@ pub struct SemanticModel<'a> {
     pub backwards: Vec<Backward<'a>>,
     /// Every comment, in source order (for suppressions and fixture markers).
     pub comments: Vec<Node<'a>>,
+    /// Every import statement the builder entered, in source order, so the project
+    /// summary reads them without walking the tree a second time.
+    pub import_nodes: Vec<Node<'a>>,
     /// The first syntax error (an ERROR or MISSING node), as a byte offset.
     pub first_syntax_error: Option<usize>,
     names: FxHashMap<NameKey<'a>, Vec<BindingId>>,
