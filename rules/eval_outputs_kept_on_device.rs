@@ -1,5 +1,5 @@
 use crate::prelude::*;
-use crate::semantic::{unwrap_parens, AssignOp, Iteration, Node, Site, Unit};
+use crate::semantic::{unwrap_parens, AssignOp, Iteration, Node, NodeExt, Site, Unit};
 
 declare_rule! {
     /// ## What it does
@@ -72,11 +72,11 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
     // `preds += [out]`, `boxes += net.postprocess(locs)`: list concatenation in place
     // grows the list like `extend`.
     for a in &model.assignments {
-        if a.op != AssignOp::Augmented("+=") || unwrap_parens(a.target).kind() != "identifier" {
+        if a.op != AssignOp::Augmented("+=") || unwrap_parens(a.target).kind_str() != "identifier" {
             continue;
         }
         let value = unwrap_parens(a.value);
-        let grown = if matches!(value.kind(), "list" | "tuple") {
+        let grown = if matches!(value.kind_str(), "list" | "tuple") {
             value.named_child(0)
         } else if model.is_list_binding(a.target, a.site) {
             Some(value)

@@ -183,9 +183,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     let bound = c
                         .node
                         .parent()
-                        .filter(|p| p.kind() == "assignment" && unwrap_parens(recv).kind() == "call")
+                        .filter(|p| p.kind_str() == "assignment" && unwrap_parens(recv).kind_str() == "call")
                         .and_then(|p| p.field("left"))
-                        .filter(|t| t.kind() == "identifier");
+                        .filter(|t| t.kind_str() == "identifier");
                     regions.push((c.node.end_byte(), usize::MAX, model.text(bound.unwrap_or(recv))));
                 }
             } else if m == "train" {
@@ -549,7 +549,7 @@ fn chain_detached(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, site
     let mut first_attr = true;
     while n.id() != top.id() {
         let Some(p) = n.parent() else { break };
-        if p.kind() == "attribute" {
+        if p.kind_str() == "attribute" {
             let a = p.field("attribute").map_or("", |a| model.text(a));
             if first_attr && matches!(a, "size" | "shape" | "dim" | "ndim" | "ndimension") {
                 return None;
@@ -560,7 +560,7 @@ fn chain_detached(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, site
             }
         }
         n = p;
-        if !detached && matches!(n.kind(), "attribute" | "call") && model.value(n, site) == Value::Detached {
+        if !detached && matches!(n.kind_str(), "attribute" | "call") && model.value(n, site) == Value::Detached {
             detached = true;
         }
     }
@@ -575,7 +575,7 @@ fn expr_detached(model: &SemanticModel<'_>, e: Node<'_>, site: Site) -> bool {
         if model.value(x, site) == Value::Detached {
             return true;
         }
-        n = match x.kind() {
+        n = match x.kind_str() {
             "call" => x.field("function"),
             "attribute" => {
                 if x.field("attribute").is_some_and(|a| model.text(a) == "requires_grad_") {
@@ -596,7 +596,7 @@ fn expr_detached(model: &SemanticModel<'_>, e: Node<'_>, site: Site) -> bool {
 fn read_chain(node: Node<'_>) -> Node<'_> {
     let mut n = node;
     while let Some(p) = n.parent() {
-        let continues = match p.kind() {
+        let continues = match p.kind_str() {
             "attribute" => p.field("object").is_some_and(|o| o.id() == n.id()),
             "call" => p.field("function").is_some_and(|o| o.id() == n.id()),
             "subscript" => p.field("value").is_some_and(|o| o.id() == n.id()),
@@ -651,7 +651,7 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     let mut x = top;
     for _ in 0..8 {
         let Some(p) = x.parent() else { break };
-        x = match p.kind() {
+        x = match p.kind_str() {
             "argument_list" => match p.parent() {
                 Some(call) => call,
                 None => break,
@@ -667,7 +667,7 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     // Bound to names, directly or through tensor operations (`_, pred = torch.max(net(x), 1)`).
     let Some(p) = top
         .parent()
-        .filter(|p| p.kind() == "assignment")
+        .filter(|p| p.kind_str() == "assignment")
         .or_else(|| flows_into_assignment(top))
     else {
         return false;
@@ -707,7 +707,7 @@ fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls:
         }
         let body = model.loop_(l).body;
         let mut w = body.walk();
-        for st in body.named_children(&mut w).filter(|st| st.kind() == "if_statement") {
+        for st in body.named_children(&mut w).filter(|st| st.kind_str() == "if_statement") {
             let Some(b) = st.field("consequence") else { continue };
             let quiet = !grad_calls.iter().any(|&g| {
                 let n = model.calls[g].node;
@@ -746,7 +746,7 @@ fn bound_names<'a>(model: &SemanticModel<'a>, p: Node<'a>) -> Option<Vec<&'a str
     let mut bound: Vec<&str> = Vec::new();
     let mut stack = vec![left];
     while let Some(x) = stack.pop() {
-        match x.kind() {
+        match x.kind_str() {
             "identifier" => bound.push(model.text(x)),
             "pattern_list" | "tuple_pattern" => {
                 let mut w = x.walk();
@@ -764,7 +764,7 @@ fn bound_names<'a>(model: &SemanticModel<'a>, p: Node<'a>) -> Option<Vec<&'a str
 fn flows_into_assignment<'a>(n: Node<'a>) -> Option<Node<'a>> {
     let mut x = n;
     while let Some(p) = x.parent() {
-        match p.kind() {
+        match p.kind_str() {
             "assignment" => {
                 return p.field("right").filter(|r| r.id() == x.id()).map(|_| p);
             }
@@ -807,10 +807,10 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
             // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
             let plotted = chain
                 .parent()
-                .filter(|a| a.kind() == "argument_list")
+                .filter(|a| a.kind_str() == "argument_list")
                 .and_then(|a| a.parent())
                 .and_then(|c| c.field("function"))
-                .filter(|f| f.kind() == "attribute")
+                .filter(|f| f.kind_str() == "attribute")
                 .and_then(|f| f.field("attribute"))
                 .is_some_and(|m| names::is_plotting_sink(model.text(m)));
             let detached = if plotted {
@@ -849,13 +849,13 @@ fn rebound_at<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound:
             let mut q = n;
             while let Some(up) = q.parent() {
                 q = up;
-                if q.kind() == "assignment" {
+                if q.kind_str() == "assignment" {
                     break;
                 }
             }
             // Statements of one block follow each other: the first rebinding found in
             // source order ends first.
-            if q.kind() == "assignment" && block(q) == block(p) {
+            if q.kind_str() == "assignment" && block(q) == block(p) {
                 match cuts.iter_mut().find(|(x, _)| *x == name) {
                     Some(c) => c.1 = c.1.min(q.end_byte()),
                     None => cuts.push((name, q.end_byte())),
@@ -929,17 +929,17 @@ fn result_feeds_grad(model: &SemanticModel<'_>, call: CallId) -> bool {
     let c = &model.calls[call];
     let mut n = c.node;
     while let Some(p) = n.parent() {
-        match p.kind() {
+        match p.kind_str() {
             "assignment" | "augmented_assignment" => {
                 let Some(t) = p.field("left") else { break };
                 let mut stack = vec![t];
                 while let Some(x) = stack.pop() {
-                    if matches!(x.kind(), "identifier" | "attribute")
+                    if matches!(x.kind_str(), "identifier" | "attribute")
                         && model.flows_into_backward(x, c.site)
                     {
                         return true;
                     }
-                    if matches!(x.kind(), "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression") {
+                    if matches!(x.kind_str(), "pattern_list" | "tuple_pattern" | "list_pattern" | "parenthesized_expression") {
                         let mut w = x.walk();
                         stack.extend(x.named_children(&mut w));
                     }
@@ -965,7 +965,7 @@ fn has_generation_loop(model: &SemanticModel<'_>, f: ScopeId) -> bool {
         model.function_of(l.scope) == Some(f)
             && l.iter.is_none_or(|it| {
                 let it = unwrap_parens(it);
-                it.kind() == "call"
+                it.kind_str() == "call"
                     && it.field("function").is_some_and(|x| model.text(x) == "range")
             })
     })
@@ -979,7 +979,7 @@ fn is_data_loop(model: &SemanticModel<'_>, l: LoopId) -> bool {
         return true;
     };
     let it = unwrap_parens(it);
-    if !(it.kind() == "call" && it.field("function").is_some_and(|x| model.text(x) == "range")) {
+    if !(it.kind_str() == "call" && it.field("function").is_some_and(|x| model.text(x) == "range")) {
         return true;
     }
     // `range(3)`, `range(len(word))`: a literal count, or the length of a name that is
@@ -991,7 +991,7 @@ fn is_data_loop(model: &SemanticModel<'_>, l: LoopId) -> bool {
     let args: Vec<Node<'_>> = args.named_children(&mut c).collect();
     args.iter().any(|&a| {
         let a = unwrap_parens(a);
-        match a.kind() {
+        match a.kind_str() {
             "integer" | "unary_operator" => false,
             "call" if a.field("function").is_some_and(|f| model.text(f) == "len") => a
                 .field("arguments")
@@ -1011,7 +1011,7 @@ fn is_data_loop(model: &SemanticModel<'_>, l: LoopId) -> bool {
 fn runs_once(model: &SemanticModel<'_>, l: LoopId) -> bool {
     let body = model.loop_(l).body;
     let n = body.named_child_count();
-    n > 0 && body.named_child((n - 1) as u32).is_some_and(|last| last.kind() == "break_statement")
+    n > 0 && body.named_child((n - 1) as u32).is_some_and(|last| last.kind_str() == "break_statement")
 }
 
 /// A second signal that a `test` function evaluates: a loop, `.eval()`, a loop over
@@ -1043,7 +1043,7 @@ fn stores_graph(model: &SemanticModel<'_>, _fx: &Forwards<'_, '_>, f: ScopeId) -
         let Some((recv, m)) = model.method_call(c) else {
             return false;
         };
-        let on_attr = unwrap_parens(recv).kind() == "attribute";
+        let on_attr = unwrap_parens(recv).kind_str() == "attribute";
         matches!(m, "append" | "extend" | "insert")
             && model.positional_args(c.node).any(|a| match model.value(a, c.site) {
                 Value::Graph(_) => true,
@@ -1054,7 +1054,7 @@ fn stores_graph(model: &SemanticModel<'_>, _fx: &Forwards<'_, '_>, f: ScopeId) -
     keeps
         || model.assignments.iter().any(|a| {
             model.function_of(a.site.scope) == Some(f)
-                && unwrap_parens(a.target).kind() == "attribute"
+                && unwrap_parens(a.target).kind_str() == "attribute"
                 && matches!(model.value(a.value, a.site), Value::Graph(_))
         })
 }
@@ -1121,16 +1121,16 @@ impl<'m, 'a> Forwards<'m, 'a> {
                     recv,
                     "eval" | "train" | "load_state_dict" | "parameters" | "named_parameters"
                     | "state_dict" | "apply" | "zero_grad" | "modules" | "children",
-                )) if recv.kind() == "identifier" => Some(model.text(recv)),
+                )) if recv.kind_str() == "identifier" => Some(model.text(recv)),
                 _ => None,
             })
             .chain(model.assignments.iter().filter_map(|a| {
                 let v = unwrap_parens(a.value);
-                let loaded = v.kind() == "call"
+                let loaded = v.kind_str() == "call"
                     && v.field("function")
                         .and_then(|f| model.qualified(f))
                         .is_some_and(|q| q.is_torch() && q.last() == Some("load"));
-                (loaded && a.target.kind() == "identifier").then(|| model.text(a.target))
+                (loaded && a.target.kind_str() == "identifier").then(|| model.text(a.target))
             }))
             .collect();
         module_names.sort_unstable();
@@ -1166,7 +1166,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return false;
         }
         // A forward takes an input: `self.model.merge_adapter()` is a method of the model.
-        if c.arguments.is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0) {
+        if c.arguments.is_some_and(|a| a.kind_str() == "argument_list" && a.named_child_count() == 0) {
             return false;
         }
         if is_model_forward(m, call) {
@@ -1179,7 +1179,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return true;
         }
         let f = unwrap_parens(c.function);
-        if f.kind() == "identifier" && self.module_names.contains(&m.text(f)) {
+        if f.kind_str() == "identifier" && self.module_names.contains(&m.text(f)) {
             return true;
         }
         // A method: with a same-file class defining it, whether that method runs a
@@ -1200,7 +1200,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
                 return false;
             }
             // `self.helper()` in a class whose helper is not in this file: unknown.
-            return recv.kind() != "identifier" || m.text(recv) != "self";
+            return recv.kind_str() != "identifier" || m.text(recv) != "self";
         }
         false
     }
@@ -1259,7 +1259,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
 /// The receiver a forward is called on: `model` in `model(x)` and `model.forward(x)`.
 fn callee_root<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
     let f = unwrap_parens(f);
-    if f.kind() == "attribute"
+    if f.kind_str() == "attribute"
         && f.field("attribute")
             .is_some_and(|a| names::FORWARD_METHODS.contains(&model.text(a)))
     {
@@ -1291,7 +1291,7 @@ fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: S
     // `select_action`) is a step of whatever calls it, and the caller decides.
     if !s.returns.iter().all(|&(r, _)| {
         let r = unwrap_parens(r);
-        r.kind() == "none" || r.kind() == "identifier" && s.params.contains(&model.text(r))
+        r.kind_str() == "none" || r.kind_str() == "identifier" && s.params.contains(&model.text(r))
     }) {
         return false;
     }
@@ -1341,14 +1341,14 @@ fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)>
     let mut out = Vec::new();
     for a in model.assignments.iter() {
         let v = unwrap_parens(a.value);
-        if v.kind() != "call" {
+        if v.kind_str() != "call" {
             continue;
         }
         let Some(func) = v.field("function").map(unwrap_parens) else {
             continue;
         };
         // `next(x)` / `x.next()` / `x.__next__()`: what is drawn from is `x`.
-        let from = match func.kind() {
+        let from = match func.kind_str() {
             "identifier" if model.text(func) == "next" => v
                 .field("arguments")
                 .and_then(|args| args.named_child(0)),
@@ -1365,7 +1365,7 @@ fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)>
             continue;
         };
         let evalish = iterates_eval_loader(model, from)
-            || (from.kind() == "identifier"
+            || (from.kind_str() == "identifier"
                 && model.binding_of(from, a.site).is_some_and(|b| {
                     b.kind == crate::semantic::BindingKind::Assign
                         && b.pos < from.start_byte()
@@ -1377,7 +1377,7 @@ fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)>
         // The statement's block: the rest of it runs on the batch.
         let mut stmt = a.node;
         while let Some(p) = stmt.parent() {
-            if matches!(p.kind(), "block" | "module") {
+            if matches!(p.kind_str(), "block" | "module") {
                 out.push((model.function_of(a.site.scope), a.node.end_byte(), p.end_byte()));
                 break;
             }
@@ -1391,7 +1391,7 @@ fn eval_draws(model: &SemanticModel<'_>) -> Vec<(Option<ScopeId>, usize, usize)>
 fn iterates_eval_loader(model: &SemanticModel<'_>, iter: Node<'_>) -> bool {
     let mut stack = vec![iter];
     while let Some(n) = stack.pop() {
-        match n.kind() {
+        match n.kind_str() {
             "identifier" if is_eval_loader_name(model.text(n)) => return true,
             "attribute" => {
                 if let Some(a) = n.field("attribute") {
@@ -1508,21 +1508,21 @@ fn is_eval_loader_name(name: &str) -> bool {
 fn guard_of<'a>(model: &SemanticModel<'a>, node: Node<'a>) -> Option<(&'a str, bool)> {
     let mut n = node;
     while let Some(p) = n.parent() {
-        match p.kind() {
+        match p.kind_str() {
             "function_definition" | "class_definition" | "module" | "lambda" => return None,
             "if_statement" => {
                 let in_then = p.field("consequence").is_some_and(|b| b.id() == n.id());
-                let in_else = n.kind() == "else_clause";
+                let in_else = n.kind_str() == "else_clause";
                 if in_then || in_else {
                     let mut cond = unwrap_parens(p.field("condition")?);
                     let mut pol = in_then;
-                    while cond.kind() == "not_operator" {
+                    while cond.kind_str() == "not_operator" {
                         cond = unwrap_parens(cond.field("argument")?);
                         pol = !pol;
                     }
                     return Some((model.text(cond), pol));
                 }
-                if n.kind() == "elif_clause" {
+                if n.kind_str() == "elif_clause" {
                     return None;
                 }
             }
@@ -1570,7 +1570,7 @@ fn flag_gate<'a>(
     let called_other_way = model.callers(f).iter().any(|&i| {
         let c = &model.calls[i];
         let by_name = model.keyword_arg(c.node, gate.0);
-        let offset = usize::from(sc.self_param().is_some() && c.function.kind() == "attribute");
+        let offset = usize::from(sc.self_param().is_some() && c.function.kind_str() == "attribute");
         let by_pos = pos
             .checked_sub(offset)
             .and_then(|k| model.positional_args(c.node).nth(k));
@@ -1589,7 +1589,7 @@ fn project_forward<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<Option
         return None;
     }
     let f = unwrap_parens(c.function);
-    if f.kind() == "identifier" {
+    if f.kind_str() == "identifier" {
         return p.forward_import(model.text(f)).then_some(None);
     }
     let (recv, meth) = model.method_call(c)?;
@@ -1615,10 +1615,10 @@ fn frozen_modules<'a>(model: &SemanticModel<'a>) -> Vec<(Option<Option<ScopeId>>
         let Some(l) = a.site.loop_ else { continue };
         let lp = model.loop_(l);
         let var = lp.node.field("left").map(|v| model.text(v));
-        let Some(it) = lp.iter.map(unwrap_parens).filter(|it| it.kind() == "call") else {
+        let Some(it) = lp.iter.map(unwrap_parens).filter(|it| it.kind_str() == "call") else {
             continue;
         };
-        let Some(f) = it.field("function").filter(|f| f.kind() == "attribute") else {
+        let Some(f) = it.field("function").filter(|f| f.kind_str() == "attribute") else {
             continue;
         };
         if f.field("attribute").is_some_and(|a| model.text(a) == "parameters")
@@ -1649,7 +1649,7 @@ fn frozen_modules<'a>(model: &SemanticModel<'a>) -> Vec<(Option<Option<ScopeId>>
         .filter_map(|a| {
             let t = unwrap_parens(a.target);
             let v = unwrap_parens(a.value);
-            if t.kind() != "attribute" || v.kind() != "call" {
+            if t.kind_str() != "attribute" || v.kind_str() != "call" {
                 return None;
             }
             let g = model.callee(model.call_index(v)?)?;
@@ -1696,7 +1696,7 @@ fn reached_from_forward(model: &SemanticModel<'_>, f: ScopeId) -> bool {
 fn is_assignment_target(n: Node<'_>) -> bool {
     let mut x = n;
     while let Some(q) = x.parent() {
-        match q.kind() {
+        match q.kind_str() {
             "pattern_list" | "tuple_pattern" | "list_pattern" => x = q,
             "assignment" | "for_statement" => {
                 return q.field("left").is_some_and(|t| t.id() == x.id());

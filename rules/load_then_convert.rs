@@ -125,7 +125,7 @@ fn branch_chosen<'a>(model: &SemanticModel<'a>, conv: &Conversion<'a>, out: &mut
     };
     let call = &model.calls[conv.call];
     let mut assign = at;
-    while assign.kind() != "assignment" {
+    while assign.kind_str() != "assignment" {
         let Some(p) = assign.parent() else { return };
         assign = p;
     }

@@ -242,13 +242,13 @@ fn grad_reset_call<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<GradRe
 /// `p.grad = None` (or `= torch.zeros_like(...)`).
 fn grad_reset_assignment<'a>(model: &SemanticModel<'a>, a: &Assignment<'a>) -> Option<GradReset<'a>> {
     let t = unwrap_parens(a.target);
-    (t.kind() == "attribute" && t.field("attribute").map(|x| model.text(x)) == Some("grad"))
+    (t.kind_str() == "attribute" && t.field("attribute").map(|x| model.text(x)) == Some("grad"))
         .then_some(GradReset::All)
 }
 
 fn mentions_grad<'a>(model: &SemanticModel<'a>, mut n: Node<'_>) -> bool {
     loop {
-        if n.kind() != "attribute" {
+        if n.kind_str() != "attribute" {
             return false;
         }
         if n.field("attribute").map(|x| model.text(x)) == Some("grad") {

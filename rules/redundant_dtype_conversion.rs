@@ -152,7 +152,7 @@ fn removal_title(model: &SemanticModel<'_>, call: Node<'_>) -> String {
 /// Whether a node is the `torch_dtype=`/`dtype=` argument of a load.
 fn is_load_argument<'a>(model: &SemanticModel<'a>, node: Node<'_>) -> bool {
     node.parent().is_some_and(|p| {
-        p.kind() == "keyword_argument"
+        p.kind_str() == "keyword_argument"
             && p.field("name")
                 .is_some_and(|n| matches!(model.text(n), "torch_dtype" | "dtype" | "device_map"))
     })
@@ -164,20 +164,20 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
     let c = &model.calls[call];
     let (recv, method) = model.method_call(c)?;
     let recv = unwrap_parens(recv);
-    if recv.kind() != "identifier" {
+    if recv.kind_str() != "identifier" {
         return None;
     }
     // `.float()` and `.double()` are everyday method names (sympy's `Point.double()`);
     // they count only on what is known to be a tensor. `.half()`, `.bfloat16()` and
     // `.to(torch.float16)` say tensor themselves.
     let generic = matches!(method, "float" | "double");
-    let stmt = c.node.parent().filter(|p| p.kind() == "assignment")?;
+    let stmt = c.node.parent().filter(|p| p.kind_str() == "assignment")?;
     if stmt.field("right")?.id() != c.node.id() {
         return None;
     }
     let target = stmt.field("left")?;
     let name = model.text(recv);
-    if target.kind() != "identifier" || model.text(target) == name {
+    if target.kind_str() != "identifier" || model.text(target) == name {
         return None;
     }
     // Only a local that this function created can be freed; a parameter stays alive
@@ -191,7 +191,7 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
         || model.function_of(b.site.scope) != model.function_of(c.site.scope)
         || !b
             .value
-            .is_some_and(|v| matches!(unwrap_parens(v).kind(), "call" | "binary_operator"))
+            .is_some_and(|v| matches!(unwrap_parens(v).kind_str(), "call" | "binary_operator"))
     {
         return None;
     }
@@ -219,10 +219,10 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
         if n.end_byte() <= after {
             continue;
         }
-        if n.kind() == "identifier" && n.start_byte() >= after && model.text(n) == name {
+        if n.kind_str() == "identifier" && n.start_byte() >= after && model.text(n) == name {
             // Reading `w.shape` or `w.dtype` needs no data; only real uses count.
             let metadata = n.parent().is_some_and(|p| {
-                p.kind() == "attribute"
+                p.kind_str() == "attribute"
                     && p.field("attribute").is_some_and(|a| {
                         matches!(
                             model.text(a),
@@ -243,7 +243,7 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
             continue;
         }
         if matches!(
-            n.kind(),
+            n.kind_str(),
             "function_definition" | "class_definition" | "lambda"
         ) && n.id() != body.id()
         {
@@ -256,10 +256,10 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
     let first = first?;
     let p = first.parent()?;
     let rebound =
-        p.kind() == "assignment" && p.field("left").is_some_and(|l| l.id() == first.id());
-    let deleted = p.kind() == "delete_statement"
-        || p.kind() == "expression_list"
-            && p.parent().is_some_and(|g| g.kind() == "delete_statement");
+        p.kind_str() == "assignment" && p.field("left").is_some_and(|l| l.id() == first.id());
+    let deleted = p.kind_str() == "delete_statement"
+        || p.kind_str() == "expression_list"
+            && p.parent().is_some_and(|g| g.kind_str() == "delete_statement");
     (!rebound && !deleted).then_some(first)
 }
 
@@ -269,7 +269,7 @@ fn is_torch_call<'a>(model: &SemanticModel<'a>, v: Option<Node<'_>>) -> bool {
     let Some(v) = v.map(unwrap_parens) else {
         return false;
     };
-    v.kind() == "call"
+    v.kind_str() == "call"
         && v.field("function")
             .and_then(|f| model.qualified(f))
             .is_some_and(|q| q.is_torch())
@@ -281,7 +281,7 @@ fn is_torch_call<'a>(model: &SemanticModel<'a>, v: Option<Node<'_>>) -> bool {
 /// argument is (`torch.zeros((4096, 4096))` is a shape, not data).
 fn built_from_literal(model: &SemanticModel<'_>, v: Node<'_>) -> bool {
     let v = unwrap_parens(v);
-    if v.kind() != "call" {
+    if v.kind_str() != "call" {
         return false;
     }
     let Some(data) = model.positional_args(v).next().map(unwrap_parens) else {
@@ -291,7 +291,7 @@ fn built_from_literal(model: &SemanticModel<'_>, v: Node<'_>) -> bool {
     let mut nested = false;
     let mut cursor = data.walk();
     while let Some((n, depth)) = stack.pop() {
-        match n.kind() {
+        match n.kind_str() {
             "integer" | "float" | "true" | "false" if depth > 0 => {}
             "unary_operator" if depth > 0 => {
                 stack.extend(n.named_children(&mut cursor).map(|c| (c, depth)));

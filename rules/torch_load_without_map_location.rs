@@ -1,5 +1,5 @@
 use crate::prelude::*;
-use crate::semantic::{MapLocation, Node};
+use crate::semantic::{MapLocation, Node, NodeExt};
 
 declare_rule! {
     /// ## What it does
@@ -68,7 +68,7 @@ fn names_non_tensor_file(model: &SemanticModel<'_>, file: Node<'_>) -> bool {
         if budget == 0 {
             break;
         }
-        let words = match n.kind() {
+        let words = match n.kind_str() {
             "string_content" | "identifier" => Some(model.text(n)),
             "attribute" => {
                 // The attribute's own name; its object is where it is read from.
@@ -83,7 +83,7 @@ fn names_non_tensor_file(model: &SemanticModel<'_>, file: Node<'_>) -> bool {
             }
             continue;
         }
-        if n.kind() == "call" {
+        if n.kind_str() == "call" {
             // `os.path.join(...)`: the function names no file.
             if let Some(a) = n.child_by_field_name("arguments") {
                 stack.push(a);

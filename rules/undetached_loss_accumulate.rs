@@ -59,13 +59,13 @@ declare_rule! {
 fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
     for a in &model.assignments {
         let target = unwrap_parens(a.target);
-        if !matches!(target.kind(), "identifier" | "attribute") {
+        if !matches!(target.kind_str(), "identifier" | "attribute") {
             continue;
         }
         let added = match a.op {
             AssignOp::Augmented("+=" | "-=") => {
                 // `losses += [loss]` is an append (OOM201), not a sum.
-                if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") {
+                if matches!(unwrap_parens(a.value).kind_str(), "list" | "tuple") {
                     continue;
                 }
                 a.value
@@ -73,7 +73,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             AssignOp::Plain => {
                 // `total = total + loss` / `total = loss + total`
                 let v = unwrap_parens(a.value);
-                if v.kind() != "binary_operator" {
+                if v.kind_str() != "binary_operator" {
                     continue;
                 }
                 let op = v.field("operator").map(|o| model.text(o));

@@ -94,7 +94,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
     }
     for a in &model.assignments {
         let target = unwrap_parens(a.target);
-        match (a.op, target.kind()) {
+        match (a.op, target.kind_str()) {
             // `history[step] = loss`
             // A constant key (`logs["d_loss"] = d_loss`) is overwritten each step: it
             // keeps one graph, no more than the local does. A key that varies per
@@ -106,7 +106,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             }
             // `losses += [loss]`
             (AssignOp::Augmented("+="), _)
-                if matches!(unwrap_parens(a.value).kind(), "list" | "tuple") =>
+                if matches!(unwrap_parens(a.value).kind_str(), "list" | "tuple") =>
             {
                 report(model, target, model.text(target), a.value, a.node, a.site, out);
             }
@@ -130,7 +130,7 @@ fn report(
 ) {
     // `self.history["loss"].append(loss)`: the container lives as long as its root.
     let mut root = unwrap_parens(container);
-    while root.kind() == "subscript" {
+    while root.kind_str() == "subscript" {
         match root.field("value") {
             Some(v) => root = unwrap_parens(v),
             None => return,
@@ -182,7 +182,7 @@ fn report(
 /// or printed later and the value is one element (safe), else `.detach()` (unsafe);
 /// none for a list or tuple literal (`losses += [a, b]`).
 fn append_fix(model: &SemanticModel<'_>, container: Node<'_>, value: Node<'_>, site: Site) -> Option<Fix> {
-    if matches!(unwrap_parens(value).kind(), "list" | "tuple" | "dictionary" | "list_splat") {
+    if matches!(unwrap_parens(value).kind_str(), "list" | "tuple" | "dictionary" | "list_splat") {
         return None;
     }
     let safe = model.container_only_reduced(container, site) && model.is_scalar(value, site);
@@ -210,11 +210,11 @@ fn constant_key(target: Node<'_>) -> bool {
 
 fn is_constant(n: Node<'_>) -> bool {
     let n = unwrap_parens(n);
-    match n.kind() {
+    match n.kind_str() {
         "integer" | "float" | "true" | "false" | "none" => true,
         "string" => {
             let mut c = n.walk();
-            let interpolated = n.named_children(&mut c).any(|e| e.kind() == "interpolation");
+            let interpolated = n.named_children(&mut c).any(|e| e.kind_str() == "interpolation");
             !interpolated
         }
         "concatenated_string" => {
@@ -254,7 +254,7 @@ fn shares_kept_graph(
 ) -> bool {
     let mine = model.text(unwrap_parens(container));
     let value = unwrap_parens(value);
-    if value.kind() != "identifier" {
+    if value.kind_str() != "identifier" {
         return false;
     }
     let Some(b) = model.binding_of(value, site) else {
@@ -276,7 +276,7 @@ fn shares_kept_graph(
         let Some(arg) = model.positional_args(other.node).next().map(unwrap_parens) else {
             return false;
         };
-        arg.kind() == "identifier"
+        arg.kind_str() == "identifier"
             && model.binding_of(arg, other.site).is_some_and(|ob| {
                 ob.value.is_some_and(|v| v.id() == source.id())
                     && ob.index.is_some_and(|i| i != index)

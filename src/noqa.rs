@@ -17,6 +17,7 @@
 use tree_sitter::Node;
 
 use crate::fix::Edit;
+use crate::semantic::NodeExt;
 
 /// Which codes a suppression covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -286,7 +287,7 @@ fn string_spanning(root: Node<'_>, at: usize) -> Option<usize> {
     // keeps deeply nested code from costing a walk to the root per finding.
     for _ in 0..8 {
         let n = node?;
-        if n.kind() == "string" && n.start_byte() < at && n.end_byte() > at {
+        if n.kind_str() == "string" && n.start_byte() < at && n.end_byte() > at {
             return Some(n.end_byte());
         }
         node = n.parent();
@@ -296,7 +297,7 @@ fn string_spanning(root: Node<'_>, at: usize) -> Option<usize> {
 
 fn in_comment(root: Node<'_>, at: usize) -> bool {
     root.descendant_for_byte_range(at, at + 1)
-        .is_some_and(|n| n.kind() == "comment")
+        .is_some_and(|n| n.kind_str() == "comment")
 }
 
 /// The bytes of a comment node, without the `\r` of a CRLF line ending that
@@ -315,7 +316,7 @@ fn trailing_comment(root: Node<'_>, text: &str, end: usize) -> Option<std::ops::
     }
     let n = root.descendant_for_byte_range(trimmed - 1, trimmed)?;
     let r = comment_range(n, text);
-    (n.kind() == "comment" && r.end == trimmed).then_some(r)
+    (n.kind_str() == "comment" && r.end == trimmed).then_some(r)
 }
 
 /// The edits that make each `(offset, code)` finding suppressed by a `# noqa: CODE` on
@@ -708,7 +709,7 @@ mod tests {
             let mut cursor = t.walk();
             let mut stack = vec![t.root_node()];
             while let Some(n) = stack.pop() {
-                if n.kind() == "comment" {
+                if n.kind_str() == "comment" {
                     comments.push(comment_range(n, src));
                 }
                 stack.extend(n.children(&mut cursor));

@@ -34,7 +34,9 @@ use serde::{Deserialize, Serialize};
 use tree_sitter::Node;
 
 use crate::lint::catch_quietly;
-use crate::semantic::{BindingKind, GradMode, Origin, ScopeId, ScopeKind, SemanticModel, Value};
+use crate::semantic::{
+    BindingKind, GradMode, NodeExt, Origin, ScopeId, ScopeKind, SemanticModel, Value,
+};
 
 /// A function or method of a file, as other files see it.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -720,7 +722,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         let values: Vec<Value> = scope
             .returns
             .iter()
-            .filter(|(e, _)| e.kind() != "none")
+            .filter(|(e, _)| e.kind_str() != "none")
             .map(|&(e, site)| model.value(e, site))
             .collect();
         let returns_graph = values.iter().any(|v| {
@@ -760,7 +762,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 && scope
                     .returns
                     .iter()
-                    .filter(|(e, _)| e.kind() != "none")
+                    .filter(|(e, _)| e.kind_str() != "none")
                     .all(|&(e, site)| model.frozen_module(e, site)),
             no_grad_forward,
             detached_outputs: match scope.class {
@@ -788,14 +790,14 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         // `validate = rvae.validater(loader); validate(...)`: calling a name bound to
         // what a project factory returned runs the closure that factory hands back.
         let mut factories = Vec::new();
-        if call.function.kind() == "identifier" && !imported.contains_key(target.0[0]) {
+        if call.function.kind_str() == "identifier" && !imported.contains_key(target.0[0]) {
             if let Some(b) = model.binding_of(call.function, call.site) {
                 let at = call.node.start_byte();
                 factories = model
                     .local_bindings(b.owner, b.name)
                     .filter(|b| b.kind == BindingKind::Assign && b.index.is_none() && b.pos <= at)
                     .filter_map(|b| b.value.map(crate::semantic::unwrap_parens))
-                    .filter(|v| v.kind() == "call")
+                    .filter(|v| v.kind_str() == "call")
                     .filter_map(|v| {
                         callee_locals(model, v.child_by_field_name("function")?, call.site, at)
                     })
@@ -839,12 +841,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         .filter_map(|c| {
             let f = crate::semantic::unwrap_parens(c.function);
             let o = f.child_by_field_name("object")?;
-            (f.kind() == "attribute" && o.kind() == "identifier" && model.text(o) == "self").then(
-                || {
+            (f.kind_str() == "attribute" && o.kind_str() == "identifier" && model.text(o) == "self")
+                .then(|| {
                     f.child_by_field_name("attribute")
                         .map(|a| model.text(a).to_owned())
-                },
-            )?
+                })?
         })
         .collect();
     s.self_calls.sort_unstable();
@@ -900,12 +901,12 @@ fn callee_locals<'s>(
     site: crate::semantic::Site,
     at: usize,
 ) -> Option<(Vec<&'s str>, Option<String>)> {
-    match f.kind() {
+    match f.kind_str() {
         "identifier" => Some((vec![model.text(f)], None)),
         "attribute" => {
             let o = f.child_by_field_name("object")?;
             let a = f.child_by_field_name("attribute")?;
-            if o.kind() != "identifier" {
+            if o.kind_str() != "identifier" {
                 return None;
             }
             let mut locals = vec![model.text(o)];
@@ -919,9 +920,9 @@ fn callee_locals<'s>(
                         .filter_map(|b| {
                             b.value
                                 .map(crate::semantic::unwrap_parens)
-                                .filter(|v| v.kind() == "call")
+                                .filter(|v| v.kind_str() == "call")
                                 .and_then(|v| v.child_by_field_name("function"))
-                                .filter(|f| f.kind() == "identifier")
+                                .filter(|f| f.kind_str() == "identifier")
                                 .map(|f| model.text(f))
                         }),
                 );
@@ -949,7 +950,7 @@ fn summarised_import(n: Node<'_>) -> bool {
     while let Some(a) = p {
         if !a.is_named()
             || matches!(
-                a.kind(),
+                a.kind_str(),
                 "import_statement" | "import_from_statement" | "string" | "comment"
             )
         {
@@ -999,7 +1000,7 @@ fn imports_of_text(source: &str, node: Node<'_>, out: &mut Vec<ImportSummary>) {
     let module = node.child_by_field_name("module_name").map(text);
     let mut c = node.walk();
     let names: Vec<Node<'_>> = node.children_by_field_name("name", &mut c).collect();
-    let star = node.kind() == "import_from_statement" && names.is_empty();
+    let star = node.kind_str() == "import_from_statement" && names.is_empty();
     if star {
         if let Some(m) = module {
             out.push(ImportSummary {
@@ -1011,7 +1012,7 @@ fn imports_of_text(source: &str, node: Node<'_>, out: &mut Vec<ImportSummary>) {
         return;
     }
     for n in names {
-        let (dotted, alias) = match n.kind() {
+        let (dotted, alias) = match n.kind_str() {
             "aliased_import" => (
                 n.child_by_field_name("name"),
                 n.child_by_field_name("alias").map(text),

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use crate::semantic::NodeExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,7 +27,7 @@ pub fn expectations(source: &str) -> Vec<(usize, String)> {
     let mut cursor = tree.walk();
     'outer: loop {
         let node = cursor.node();
-        if node.kind() == "comment" {
+        if node.kind_str() == "comment" {
             let text = &source[node.byte_range()];
             // The marker may follow another comment on the line (`# noqa: OOM201  #
             // error: OOM001` in the unused-noqa fixture).

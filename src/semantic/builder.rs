@@ -134,7 +134,7 @@ impl<'a> Builder<'a> {
     /// strings. An f-string's interpolations are code, and a subtree with a syntax error
     /// is entered so the error's position is found.
     fn opaque(&self, node: Node<'a>) -> bool {
-        match node.kind() {
+        match node.kind_str() {
             "import_statement" | "import_from_statement" => !node.has_error(),
             "string" => {
                 !node.has_error()
@@ -213,7 +213,7 @@ impl<'a> Builder<'a> {
         if !node.is_named() || node.kind_id() == *IDENTIFIER {
             return;
         }
-        match node.kind() {
+        match node.kind_str() {
             "function_definition" => self.enter_function(node),
             "lambda" => self.enter_lambda(node),
             "class_definition" => self.enter_class(node),
@@ -235,7 +235,7 @@ impl<'a> Builder<'a> {
             "expression_statement" => self.enter_statement(node),
             "return_statement" => {
                 if let Some(v) = node.named_child(0) {
-                    if v.kind() != "comment" {
+                    if v.kind_str() != "comment" {
                         if let Some(f) = self.m.function_of(self.scope) {
                             let site = self.site();
                             self.m.scopes[f].returns.push((v, site));
@@ -251,7 +251,7 @@ impl<'a> Builder<'a> {
             "global_statement" | "nonlocal_statement" => {
                 let mut c = node.walk();
                 for n in node.named_children(&mut c) {
-                    if n.kind() == "identifier" {
+                    if n.kind_str() == "identifier" {
                         let name = self.text(n);
                         self.globals.push((self.scope, name));
                     }
@@ -268,10 +268,13 @@ impl<'a> Builder<'a> {
     fn enter_function(&mut self, node: Node<'a>) {
         let name = node.field("name").map(|n| self.text(n)).unwrap_or("");
         let mut decorators = Vec::new();
-        if let Some(p) = node.parent().filter(|p| p.kind() == "decorated_definition") {
+        if let Some(p) = node
+            .parent()
+            .filter(|p| p.kind_str() == "decorated_definition")
+        {
             let mut c = p.walk();
             for d in p.named_children(&mut c) {
-                if d.kind() == "decorator" {
+                if d.kind_str() == "decorator" {
                     if let Some(e) = d.named_child(0) {
                         decorators.push(e);
                     }
@@ -372,8 +375,11 @@ impl<'a> Builder<'a> {
         if let Some(sup) = node.field("superclasses") {
             let mut c = sup.walk();
             for b in sup.named_children(&mut c) {
-                if matches!(b.kind(), "identifier" | "attribute" | "subscript" | "call") {
-                    bases.push(if b.kind() == "subscript" {
+                if matches!(
+                    b.kind_str(),
+                    "identifier" | "attribute" | "subscript" | "call"
+                ) {
+                    bases.push(if b.kind_str() == "subscript" {
                         b.field("value").unwrap_or(b)
                     } else {
                         b
@@ -440,7 +446,7 @@ impl<'a> Builder<'a> {
         let mut c = node.walk();
         let mut grad = None;
         for clause in node.named_children(&mut c) {
-            if clause.kind() != "with_clause" {
+            if clause.kind_str() != "with_clause" {
                 continue;
             }
             let mut c2 = clause.walk();
@@ -448,7 +454,7 @@ impl<'a> Builder<'a> {
                 let Some(mut value) = item.field("value") else {
                     continue;
                 };
-                if value.kind() == "as_pattern" {
+                if value.kind_str() == "as_pattern" {
                     let expr = value.named_child(0);
                     if let (Some(expr), Some(alias)) = (expr, value.field("alias")) {
                         let target = alias.named_child(0).unwrap_or(alias);
@@ -471,7 +477,7 @@ impl<'a> Builder<'a> {
 
     /// The grad mode a context manager or decorator establishes, if it is one of torch's.
     fn grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
-        let (callee, call) = if expr.kind() == "call" {
+        let (callee, call) = if expr.kind_str() == "call" {
             (expr.field("function")?, Some(expr))
         } else {
             (expr, None)
@@ -516,7 +522,7 @@ impl<'a> Builder<'a> {
         let Some(expr) = node.named_child(0) else {
             return;
         };
-        if expr.kind() != "call" {
+        if expr.kind_str() != "call" {
             return;
         }
         let Some(callee) = expr.field("function") else {
@@ -560,7 +566,7 @@ impl<'a> Builder<'a> {
     /// With whether it is a distributed-autograd backward
     /// (`torch.distributed.autograd.backward(context_id, roots)`).
     fn backward_loss(&self, call: Node<'a>, function: Node<'a>) -> Option<(Node<'a>, bool)> {
-        if function.kind() != "attribute" {
+        if function.kind_str() != "attribute" {
             return None;
         }
         let recv = function.field("object")?;
@@ -602,9 +608,9 @@ impl<'a> Builder<'a> {
                 }
                 let recv = unwrap_parens(recv);
                 // `scaler.scale(loss).backward()`
-                if recv.kind() == "call" {
+                if recv.kind_str() == "call" {
                     if let Some(f) = recv.field("function") {
-                        if f.kind() == "attribute"
+                        if f.kind_str() == "attribute"
                             && f.field("attribute").map(|a| self.text(a)) == Some("scale")
                         {
                             return self.m.positional_args(recv).next();
@@ -622,7 +628,7 @@ impl<'a> Builder<'a> {
             return;
         };
         // `a = b = v`: every target gets the innermost value.
-        while value.kind() == "assignment" {
+        while value.kind_str() == "assignment" {
             match value.field("right") {
                 Some(v) => value = v,
                 None => break,
@@ -650,13 +656,13 @@ impl<'a> Builder<'a> {
         kind: BindingKind,
         pos: usize,
     ) {
-        match target.kind() {
+        match target.kind_str() {
             "pattern_list" | "tuple_pattern" | "list_pattern" | "expression_list" | "tuple"
             | "list" => {
                 let mut c = target.walk();
                 let elems: Vec<Node<'a>> = target
                     .named_children(&mut c)
-                    .filter(|n| n.kind() != "comment")
+                    .filter(|n| n.kind_str() != "comment")
                     .collect();
                 for (i, e) in elems.into_iter().enumerate() {
                     let e = unwrap_parens(e);
@@ -677,7 +683,7 @@ impl<'a> Builder<'a> {
     }
 
     fn target_key(&self, t: Node<'a>) -> Option<NameKey<'a>> {
-        match t.kind() {
+        match t.kind_str() {
             "identifier" => {
                 let name = self.text(t);
                 let scope = if self.globals.contains(&(self.scope, name)) {
@@ -720,11 +726,11 @@ impl<'a> Builder<'a> {
     fn enter_import(&mut self, node: Node<'a>) {
         let module = node
             .field("module_name")
-            .filter(|m| m.kind() == "dotted_name");
+            .filter(|m| m.kind_str() == "dotted_name");
         let mut c = node.walk();
         let names: Vec<Node<'a>> = node.children_by_field_name("name", &mut c).collect();
         for n in names {
-            let (dotted, alias) = match n.kind() {
+            let (dotted, alias) = match n.kind_str() {
                 "aliased_import" => (n.field("name"), n.field("alias").map(|a| self.text(a))),
                 _ => (Some(n), None),
             };
@@ -733,12 +739,12 @@ impl<'a> Builder<'a> {
             if let Some(m) = module {
                 push_dotted(&mut q, m, self.m.source);
             }
-            if module.is_none() && node.kind() == "import_from_statement" {
+            if module.is_none() && node.kind_str() == "import_from_statement" {
                 // Relative import (`from . import x`): not a torch name.
                 q.push(".");
             }
             push_dotted(&mut q, dotted, self.m.source);
-            let bound = match (alias, node.kind()) {
+            let bound = match (alias, node.kind_str()) {
                 (Some(a), _) => a,
                 (None, "import_statement") => {
                     // `import torch.nn` binds `torch`.
@@ -814,7 +820,7 @@ impl<'a> Builder<'a> {
             .iter()
             .filter_map(|b| {
                 let loss = unwrap_parens(b.loss);
-                (loss.kind() == "identifier").then(|| {
+                (loss.kind_str() == "identifier").then(|| {
                     let f = m.function_of(m.calls[b.call].site.scope);
                     (f, m.text(loss))
                 })
@@ -904,9 +910,9 @@ impl<'a> Builder<'a> {
 }
 
 fn param_name(p: Node<'_>) -> Option<Node<'_>> {
-    match p.kind() {
+    match p.kind_str() {
         "identifier" => Some(p),
-        "typed_parameter" => p.named_child(0).filter(|n| n.kind() == "identifier"),
+        "typed_parameter" => p.named_child(0).filter(|n| n.kind_str() == "identifier"),
         "default_parameter" | "typed_default_parameter" => p.field("name"),
         "list_splat_pattern" | "dictionary_splat_pattern" => p.named_child(0),
         _ => None,
@@ -914,13 +920,13 @@ fn param_name(p: Node<'_>) -> Option<Node<'_>> {
 }
 
 fn push_dotted<'a>(q: &mut QualName<'a>, dotted: Node<'_>, src: &'a str) {
-    if dotted.kind() == "identifier" {
+    if dotted.kind_str() == "identifier" {
         q.push(&src[dotted.byte_range()]);
         return;
     }
     let mut c = dotted.walk();
     for part in dotted.named_children(&mut c) {
-        if part.kind() == "identifier" {
+        if part.kind_str() == "identifier" {
             q.push(&src[part.byte_range()]);
         }
     }

@@ -48,12 +48,12 @@ impl<'a> SemanticModel<'a> {
             return false;
         }
         let e = unwrap_parens(expr);
-        match e.kind() {
+        match e.kind_str() {
             "call" => {
                 let Some(f) = e.field("function") else {
                     return false;
                 };
-                if f.kind() == "attribute" {
+                if f.kind_str() == "attribute" {
                     let m = f.field("attribute").map_or("", |a| self.text(a));
                     let recv = f.field("object").expect("attribute");
                     if TO_HOST.contains(&m) {
@@ -79,7 +79,7 @@ impl<'a> SemanticModel<'a> {
                 // A forward: `model(x)`, `self.net(x)`, `model.forward(x)`, or another
                 // method of a model that is no part of the module API
                 // (`model.detect_objects(locs, scores)`, `model.encode(x)`).
-                let method_forward = f.kind() == "attribute"
+                let method_forward = f.kind_str() == "attribute"
                     && f.field("attribute").is_some_and(|a| {
                         let m = self.text(a);
                         names::FORWARD_METHODS.contains(&m)
@@ -125,7 +125,7 @@ impl<'a> SemanticModel<'a> {
     /// Whether `container` (a plain name) is concatenated or stacked after the loop
     /// `l`, in the same function: `torch.cat(preds)`, `torch.stack(outputs, 0)`.
     pub fn concatenated_after(&self, container: Node<'_>, l: LoopId) -> bool {
-        if container.kind() != "identifier" {
+        if container.kind_str() != "identifier" {
             return false;
         }
         let name = self.text(container);
@@ -138,7 +138,7 @@ impl<'a> SemanticModel<'a> {
             }
             // Handed whole to a helper after the loop (`calculate_map(det_boxes, ...)`,
             // `compute_metrics(preds, labels)`): it held every batch until then.
-            let handed = c.function.kind() != "identifier"
+            let handed = c.function.kind_str() != "identifier"
                 || !names::is_detaching_builtin(self.text(c.function))
                     && !names::is_passthrough_builtin(self.text(c.function))
                     && !matches!(self.text(c.function), "print" | "isinstance" | "type");
@@ -190,7 +190,7 @@ impl<'a> SemanticModel<'a> {
         self.positional_args(call).any(|a| {
             let a = unwrap_parens(a);
             moves(self.text(a))
-                || a.kind() == "identifier"
+                || a.kind_str() == "identifier"
                     && self
                         .binding_of(a, site)
                         .and_then(|b| b.value)

@@ -20,7 +20,7 @@ impl<'a> SemanticModel<'a> {
         let mut n = node;
         for _ in 0..MAX_CLIMB {
             let p = n.parent()?;
-            if matches!(p.kind(), "block" | "module") {
+            if matches!(p.kind_str(), "block" | "module") {
                 return Some(n);
             }
             n = p;
@@ -167,7 +167,7 @@ impl<'a> SemanticModel<'a> {
         // The innermost node at a line start inside a string is its content, a level or
         // two below the string.
         for _ in 0..3 {
-            if n.kind() == "string" && n.start_byte() < offset && offset < n.end_byte() {
+            if n.kind_str() == "string" && n.start_byte() < offset && offset < n.end_byte() {
                 return true;
             }
             match n.parent() {
@@ -219,7 +219,7 @@ impl<'a> SemanticModel<'a> {
     pub fn import_torch(&self) -> Option<Edit> {
         let mut c = self.root.walk();
         let first = self.root.named_children(&mut c).find(|n| {
-            matches!(n.kind(), "import_statement" | "import_from_statement")
+            matches!(n.kind_str(), "import_statement" | "import_from_statement")
                 && !self.text(*n).starts_with("from __future__")
         })?;
         self.insert_line_before(first, "import torch")
@@ -229,7 +229,7 @@ impl<'a> SemanticModel<'a> {
     /// `loss * n` -> `(loss * n).item()`.
     pub fn call_on(&self, expr: Node<'_>, method: &str) -> Vec<Edit> {
         let primary = matches!(
-            expr.kind(),
+            expr.kind_str(),
             "identifier" | "attribute" | "call" | "subscript" | "parenthesized_expression"
         );
         if primary {
@@ -249,10 +249,12 @@ impl<'a> SemanticModel<'a> {
     /// `None` when the statement is alone in its block (deleting it would leave the
     /// block empty) or shares its line with other code.
     pub fn remove_call(&self, call: Node<'_>) -> Option<Edit> {
-        let f = call.field("function").filter(|f| f.kind() == "attribute")?;
+        let f = call
+            .field("function")
+            .filter(|f| f.kind_str() == "attribute")?;
         let recv = f.field("object")?;
         let whole = |n: Node<'_>| unwrap_parens(n).id() == call.id();
-        let recv_plain = matches!(unwrap_parens(recv).kind(), "identifier" | "attribute");
+        let recv_plain = matches!(unwrap_parens(recv).kind_str(), "identifier" | "attribute");
         let cut = Edit::delete(recv.end_byte()..call.end_byte());
         // A link of a chain (`f(x).half()`): never a whole statement to delete.
         if !recv_plain {
@@ -261,14 +263,16 @@ impl<'a> SemanticModel<'a> {
         let stmt = self.statement_of(call)?;
         let first = stmt
             .named_child(0)
-            .filter(|_| stmt.kind() == "expression_statement");
+            .filter(|_| stmt.kind_str() == "expression_statement");
         let bare = first.is_some_and(whole) && recv_plain;
         // `model = model.half()`
-        let rebind = first.filter(|a| a.kind() == "assignment").is_some_and(|a| {
-            a.field("right").is_some_and(whole)
-                && a.field("left")
-                    .is_some_and(|l| self.text(l) == self.text(unwrap_parens(recv)))
-        });
+        let rebind = first
+            .filter(|a| a.kind_str() == "assignment")
+            .is_some_and(|a| {
+                a.field("right").is_some_and(whole)
+                    && a.field("left")
+                        .is_some_and(|l| self.text(l) == self.text(unwrap_parens(recv)))
+            });
         let useless = bare || rebind;
         if !useless {
             return Some(cut);
@@ -285,9 +289,9 @@ impl<'a> SemanticModel<'a> {
         let mut c = block.walk();
         let statements = block
             .named_children(&mut c)
-            .filter(|n| n.kind() != "comment")
+            .filter(|n| n.kind_str() != "comment")
             .count();
-        if block.kind() == "block" && statements <= 1 {
+        if block.kind_str() == "block" && statements <= 1 {
             return None;
         }
         if !self.starts_line(stmt) {

@@ -21,7 +21,7 @@ impl<'a> SemanticModel<'a> {
         let mut n = node;
         loop {
             let Some(p) = n.parent() else { return true };
-            match p.kind() {
+            match p.kind_str() {
                 "module" => return true,
                 "block" => {
                     if p.byte_range().contains(&target) || p.end_byte() == target {
@@ -30,7 +30,7 @@ impl<'a> SemanticModel<'a> {
                     let Some(owner) = p.parent() else {
                         return false;
                     };
-                    match (owner.kind(), guards) {
+                    match (owner.kind_str(), guards) {
                         ("with_statement", _) => n = owner,
                         ("if_statement", Some(scope))
                             if owner.field("consequence").is_some_and(|c| c.id() == p.id()) =>
@@ -61,23 +61,23 @@ impl<'a> SemanticModel<'a> {
         let mut n = node;
         let block = loop {
             let p = n.parent()?;
-            if p.kind() == "block" {
+            if p.kind_str() == "block" {
                 break p;
             }
             n = p;
         };
         let mut owner = block.parent()?;
-        if matches!(owner.kind(), "elif_clause" | "else_clause") {
+        if matches!(owner.kind_str(), "elif_clause" | "else_clause") {
             owner = owner.parent()?;
         }
-        if owner.kind() != "if_statement" || !self.dominates(owner, target) {
+        if owner.kind_str() != "if_statement" || !self.dominates(owner, target) {
             return None;
         }
         let mut arms = vec![owner.field("consequence")?];
         let mut has_else = false;
         let mut c = owner.walk();
         for ch in owner.named_children(&mut c) {
-            match ch.kind() {
+            match ch.kind_str() {
                 "elif_clause" => arms.push(ch.field("consequence")?),
                 "else_clause" => {
                     has_else = true;
@@ -102,14 +102,14 @@ impl<'a> SemanticModel<'a> {
     /// Whether the test `cond` holds at `target`: a flag bound only to `True`, or the
     /// same test guards an `if` whose body holds `target`.
     fn guard_holds_at(&self, cond: Node<'_>, target: usize, scope: ScopeId) -> bool {
-        if cond.kind() == "identifier" {
+        if cond.kind_str() == "identifier" {
             let name = self.text(cond);
             let fs = self.function_of(scope).unwrap_or(ScopeId::MODULE);
             let mut any = false;
             let all_true = [fs, ScopeId::MODULE].iter().all(|&s| {
                 self.local_bindings(s, name).all(|b| {
                     any = true;
-                    b.kind == BindingKind::Assign && b.value.is_some_and(|v| v.kind() == "true")
+                    b.kind == BindingKind::Assign && b.value.is_some_and(|v| v.kind_str() == "true")
                 })
             });
             if any && all_true {
@@ -131,7 +131,7 @@ impl<'a> SemanticModel<'a> {
             if ch.start_byte() > target {
                 break;
             }
-            let k = ch.kind();
+            let k = ch.kind_str();
             let compound = k == "block"
                 || k.ends_with("_clause")
                 || k == "function_definition"
@@ -151,7 +151,7 @@ impl<'a> SemanticModel<'a> {
                 break;
             }
             if k == "block"
-                && n.kind() == "if_statement"
+                && n.kind_str() == "if_statement"
                 && n.field("consequence").is_some_and(|c| c.id() == ch.id())
             {
                 out.extend(n.field("condition"));
@@ -166,7 +166,7 @@ impl<'a> SemanticModel<'a> {
     pub(super) fn guarded_not_none(&self, key: NameKey<'a>, scope: ScopeId, target: usize) -> bool {
         self.enclosing_guards(target).any(|c| {
             let c = unwrap_parens(c);
-            let subject = match c.kind() {
+            let subject = match c.kind_str() {
                 "identifier" | "attribute" => Some(c),
                 "comparison_operator" => {
                     let mut cur = c.walk();
@@ -175,11 +175,13 @@ impl<'a> SemanticModel<'a> {
                         [l, op1, op2, r]
                             if self.text(*op1) == "is"
                                 && self.text(*op2) == "not"
-                                && r.kind() == "none" =>
+                                && r.kind_str() == "none" =>
                         {
                             Some(*l)
                         }
-                        [l, op, r] if self.text(*op) == "is not" && r.kind() == "none" => Some(*l),
+                        [l, op, r] if self.text(*op) == "is not" && r.kind_str() == "none" => {
+                            Some(*l)
+                        }
                         _ => None,
                     }
                 }

@@ -87,7 +87,7 @@ impl<'a> SemanticModel<'a> {
         self.scope(parent)
             .returns
             .iter()
-            .any(|&(r, _)| r.kind() == "identifier" && self.text(r) == sc.name)
+            .any(|&(r, _)| r.kind_str() == "identifier" && self.text(r) == sc.name)
     }
 
     /// Whether `f` is a private method (`_sample`) that nothing in its file calls: a
@@ -121,7 +121,7 @@ impl<'a> SemanticModel<'a> {
         }
         let mut child = node;
         for &n in ancestors.iter().rev() {
-            if matches!(n.kind(), "function_definition" | "class_definition") {
+            if matches!(n.kind_str(), "function_definition" | "class_definition") {
                 return false;
             }
             if self.foreign_branch(n, child) {
@@ -137,7 +137,7 @@ impl<'a> SemanticModel<'a> {
         let mut child = node;
         let mut cur = node.parent();
         while let Some(n) = cur {
-            if matches!(n.kind(), "function_definition" | "class_definition") {
+            if matches!(n.kind_str(), "function_definition" | "class_definition") {
                 return false;
             }
             if self.foreign_branch(n, child) {
@@ -152,7 +152,7 @@ impl<'a> SemanticModel<'a> {
     /// Whether `child` is the body of `n`, an `if`/`elif` whose condition names another
     /// framework.
     fn foreign_branch(&self, n: Node<'_>, child: Node<'_>) -> bool {
-        if n.kind() == "if_statement" || n.kind() == "elif_clause" {
+        if n.kind_str() == "if_statement" || n.kind_str() == "elif_clause" {
             let in_body = n.field("consequence").is_some_and(|b| b.id() == child.id());
             if in_body {
                 if let Some(c) = n.field("condition") {
@@ -211,7 +211,7 @@ impl<'a> SemanticModel<'a> {
                 .ids()
                 .filter(|&i| {
                     matches!(self.method_call(&self.calls[i]),
-                        Some((recv, "requires_grad_")) if recv.kind() == "identifier" && self.text(recv) == "self")
+                        Some((recv, "requires_grad_")) if recv.kind_str() == "identifier" && self.text(recv) == "self")
                 })
                 .collect()
         });
@@ -265,7 +265,7 @@ impl<'a> SemanticModel<'a> {
         let mut cur = Some((unwrap_parens(expr), site));
         for _ in 0..32 {
             let Some((e, site)) = cur.take() else { break };
-            match e.kind() {
+            match e.kind_str() {
                 "identifier" => {
                     let Some(b) = self.resolve(e, site, e.start_byte()) else {
                         return false;
@@ -282,7 +282,7 @@ impl<'a> SemanticModel<'a> {
                     let Some(func) = e.field("function").map(unwrap_parens) else {
                         return false;
                     };
-                    if func.kind() == "attribute" {
+                    if func.kind_str() == "attribute" {
                         let m = func.field("attribute").map_or("", |a| self.text(a));
                         if matches!(m, "to" | "cuda" | "cpu" | "eval" | "half" | "float") {
                             cur = func.field("object").map(|o| (unwrap_parens(o), site));
@@ -303,7 +303,7 @@ impl<'a> SemanticModel<'a> {
                             .map(|a| (unwrap_parens(a), site));
                         continue;
                     }
-                    if func.kind() != "identifier" {
+                    if func.kind_str() != "identifier" {
                         return false;
                     }
                     let name = self.text(func);
@@ -315,14 +315,14 @@ impl<'a> SemanticModel<'a> {
                             .scope(g)
                             .returns
                             .iter()
-                            .filter(|(r, _)| r.kind() != "none")
+                            .filter(|(r, _)| r.kind_str() != "none")
                             .copied()
                             .collect();
                         return !rets.is_empty()
                             && rets.iter().all(|&(r, _)| {
-                                r.kind() == "call"
+                                r.kind_str() == "call"
                                     && r.field("function").is_some_and(|f| {
-                                        f.kind() == "identifier"
+                                        f.kind_str() == "identifier"
                                             && self
                                                 .classes
                                                 .get(self.text(f))

@@ -109,11 +109,13 @@ impl<'a> SemanticModel<'a> {
             if p.id() == body.id() {
                 return true;
             }
-            if p.kind() == "block" && p.parent().is_none_or(|o| o.kind() != "with_statement") {
+            if p.kind_str() == "block"
+                && p.parent().is_none_or(|o| o.kind_str() != "with_statement")
+            {
                 return false;
             }
             if matches!(
-                p.kind(),
+                p.kind_str(),
                 "lambda" | "function_definition" | "conditional_expression" | "boolean_operator"
             ) {
                 return false;
@@ -196,7 +198,7 @@ impl<'a> SemanticModel<'a> {
     /// (`iterator = trange(0, len(images), batch_size)`; `for start in iterator:`).
     fn strides_batches(&self, header: Node<'_>, scope: ScopeId) -> bool {
         let mut h = unwrap_parens(header);
-        if h.kind() == "identifier" {
+        if h.kind_str() == "identifier" {
             let site = Site {
                 scope,
                 loop_: None,
@@ -211,7 +213,7 @@ impl<'a> SemanticModel<'a> {
                 _ => return false,
             }
         }
-        if h.kind() != "call" {
+        if h.kind_str() != "call" {
             return false;
         }
         let ranged = h.field("function").is_some_and(|f| {
@@ -241,7 +243,8 @@ impl<'a> SemanticModel<'a> {
         // `self.n_critic`; not `len(loader)`, `steps_per_epoch`), a target nobody reads.
         let count_only = |i: Node<'_>| {
             let i = unwrap_parens(i);
-            if i.kind() != "call" || i.field("function").is_none_or(|f| self.text(f) != "range") {
+            if i.kind_str() != "call" || i.field("function").is_none_or(|f| self.text(f) != "range")
+            {
                 return false;
             }
             let mut args = self.positional_args(i);
@@ -249,7 +252,7 @@ impl<'a> SemanticModel<'a> {
                 return false;
             };
             let n = unwrap_parens(n);
-            let last = match n.kind() {
+            let last = match n.kind_str() {
                 "identifier" => self.text(n),
                 "attribute" => n.field("attribute").map_or("", |a| self.text(a)),
                 "integer" => return true,
@@ -278,10 +281,10 @@ impl<'a> SemanticModel<'a> {
         let mut cursor = expr.walk();
         let mut stack = vec![expr];
         while let Some(n) = stack.pop() {
-            if n.kind() == "identifier" && names::is_data_name(self.text(n)) {
+            if n.kind_str() == "identifier" && names::is_data_name(self.text(n)) {
                 return true;
             }
-            if matches!(n.kind(), "lambda" | "string") {
+            if matches!(n.kind_str(), "lambda" | "string") {
                 continue;
             }
             stack.extend(n.named_children(&mut cursor));

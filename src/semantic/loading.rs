@@ -51,11 +51,11 @@ impl<'a> SemanticModel<'a> {
     /// The call as a model load `X.from_pretrained(...)`, if it is one.
     pub fn pretrained_load(&self, call: Node<'a>) -> Option<PretrainedLoad<'a>> {
         let call = unwrap_parens(call);
-        if call.kind() != "call" {
+        if call.kind_str() != "call" {
             return None;
         }
         let f = call.field("function")?;
-        if f.kind() != "attribute" {
+        if f.kind_str() != "attribute" {
             return None;
         }
         if self.text(f.field("attribute")?) != names::PRETRAINED_LOADER {
@@ -72,10 +72,10 @@ impl<'a> SemanticModel<'a> {
         {
             let first = unwrap_parens(first);
             let site = self.calls[id].site;
-            let path = first.kind() == "identifier" && self.string_parameter(first, site);
+            let path = first.kind_str() == "identifier" && self.string_parameter(first, site);
             if !path
                 && (self.value(first, site) == Value::Module
-                    || first.kind() == "identifier" && names::is_model_name(self.text(first)))
+                    || first.kind_str() == "identifier" && names::is_model_name(self.text(first)))
             {
                 return None;
             }
@@ -84,7 +84,7 @@ impl<'a> SemanticModel<'a> {
         let mut c = args.walk();
         let splat = args
             .named_children(&mut c)
-            .any(|n| n.kind() == "dictionary_splat");
+            .any(|n| n.kind_str() == "dictionary_splat");
         let quantized = ["load_in_8bit", "load_in_4bit", "quantization_config"]
             .iter()
             .any(|k| self.keyword_arg(call, k).is_some());
@@ -97,7 +97,7 @@ impl<'a> SemanticModel<'a> {
             None => LoadDType::Default,
             Some(d) => {
                 let d0 = unwrap_parens(d);
-                let t = match d0.kind() {
+                let t = match d0.kind_str() {
                     "string" => DType::from_name(unquote(self.text(d0))),
                     _ => self
                         .qualified(d0)
@@ -155,10 +155,10 @@ impl<'a> SemanticModel<'a> {
         // of the same name (a module would come from `self`, a load or a constructor).
         if b.kind == BindingKind::Assign && b.index.is_none() {
             return b.value.map(unwrap_parens).is_some_and(|v| {
-                v.kind() == "attribute"
+                v.kind_str() == "attribute"
                     && v.field("attribute").is_some_and(|a| self.text(a) == text)
                     && v.field("object")
-                        .is_some_and(|o| o.kind() == "identifier" && self.text(o) != "self")
+                        .is_some_and(|o| o.kind_str() == "identifier" && self.text(o) != "self")
             });
         }
         if b.kind != BindingKind::Parameter {
@@ -169,7 +169,7 @@ impl<'a> SemanticModel<'a> {
         };
         let mut c = params.walk();
         let found = params.named_children(&mut c).any(|p| {
-            let id = match p.kind() {
+            let id = match p.kind_str() {
                 "typed_parameter" => p.named_child(0),
                 _ => p.field("name"),
             };
@@ -177,7 +177,7 @@ impl<'a> SemanticModel<'a> {
                 return false;
             }
             p.field("type").is_some_and(|t| self.text(t) == "str")
-                || p.field("value").is_some_and(|v| v.kind() == "string")
+                || p.field("value").is_some_and(|v| v.kind_str() == "string")
         });
         found
     }
@@ -192,7 +192,7 @@ impl<'a> SemanticModel<'a> {
     /// dtype conversion of the name may come between.
     pub fn loads_converted_on_paths(&self, conv: &Conversion<'a>) -> Vec<PretrainedLoad<'a>> {
         let recv = unwrap_parens(conv.receiver);
-        if recv.kind() != "identifier" {
+        if recv.kind_str() != "identifier" {
             return Vec::new();
         }
         let c = &self.calls[conv.call];
@@ -224,7 +224,7 @@ impl<'a> SemanticModel<'a> {
                 loads.push(l);
                 continue;
             }
-            let wraps_itself = v.kind() == "call"
+            let wraps_itself = v.kind_str() == "call"
                 && self
                     .positional_args(v)
                     .next()
@@ -283,7 +283,7 @@ impl<'a> SemanticModel<'a> {
         let mut c = args.walk();
         let found = args
             .named_children(&mut c)
-            .any(|n| matches!(n.kind(), "list_splat" | "dictionary_splat"));
+            .any(|n| matches!(n.kind_str(), "list_splat" | "dictionary_splat"));
         found
     }
 
@@ -305,7 +305,7 @@ impl<'a> SemanticModel<'a> {
             };
             let mut cur = args.walk();
             let found = args.named_children(&mut cur).any(|a| {
-                let v = if a.kind() == "keyword_argument" {
+                let v = if a.kind_str() == "keyword_argument" {
                     if a.field("name")
                         .is_some_and(|n| self.text(n) == "device_map")
                     {
@@ -315,7 +315,9 @@ impl<'a> SemanticModel<'a> {
                 } else {
                     Some(a)
                 };
-                v.is_some_and(|v| v.kind() == "string" && unquote(self.text(v)).starts_with("cuda"))
+                v.is_some_and(|v| {
+                    v.kind_str() == "string" && unquote(self.text(v)).starts_with("cuda")
+                })
             });
             found
         })
@@ -330,11 +332,11 @@ impl<'a> SemanticModel<'a> {
         }
         let mut stack = vec![self.root];
         while let Some(n) = stack.pop() {
-            match n.kind() {
+            match n.kind_str() {
                 "string" => {
                     let doc = n
                         .parent()
-                        .is_some_and(|p| p.kind() == "expression_statement");
+                        .is_some_and(|p| p.kind_str() == "expression_statement");
                     let body = self
                         .text(n)
                         .trim_start_matches(['r', 'b', 'u', 'f', 'R', 'B', 'U', 'F'])
@@ -408,7 +410,7 @@ impl<'a> SemanticModel<'a> {
     fn places_on_device_variable(&self) -> bool {
         let variable = |a: Node<'a>| {
             let a = unwrap_parens(a);
-            matches!(a.kind(), "identifier" | "attribute") && self.text(a).contains("device")
+            matches!(a.kind_str(), "identifier" | "attribute") && self.text(a).contains("device")
         };
         self.calls.iter().any(|c| {
             self.keyword_arg(c.node, "device").is_some_and(variable)
@@ -463,9 +465,9 @@ impl<'a> SemanticModel<'a> {
             .or_else(|| {
                 self.positional_args(c.node)
                     .map(unwrap_parens)
-                    .find(|a| a.kind() == "identifier" && self.text(*a).contains("dtype"))
+                    .find(|a| a.kind_str() == "identifier" && self.text(*a).contains("dtype"))
             });
-        let Some(var) = var.filter(|v| v.kind() == "identifier") else {
+        let Some(var) = var.filter(|v| v.kind_str() == "identifier") else {
             return Vec::new();
         };
         let Some(reaching) = self.binding_of(var, c.site) else {
@@ -489,7 +491,7 @@ impl<'a> SemanticModel<'a> {
                 return Vec::new();
             };
             let v = unwrap_parens(v);
-            let arms: Vec<Node<'a>> = if v.kind() == "conditional_expression" {
+            let arms: Vec<Node<'a>> = if v.kind_str() == "conditional_expression" {
                 let mut cur = v.walk();
                 v.named_children(&mut cur).step_by(2).collect()
             } else {
@@ -523,7 +525,7 @@ impl<'a> SemanticModel<'a> {
         // Directly, through subscripts, parentheses and argument lists.
         let mut n = value;
         while let Some(p) = n.parent() {
-            match p.kind() {
+            match p.kind_str() {
                 "subscript" | "parenthesized_expression" => n = p,
                 "argument_list" => {
                     return p.parent().is_some_and(|call| {
@@ -549,10 +551,13 @@ impl<'a> SemanticModel<'a> {
             }
         }
         // Through a name: `ckpt = torch.load(p)` (or `torch.load(p)["model"]`).
-        let Some(assign) = n.parent().filter(|p| p.kind() == "assignment") else {
+        let Some(assign) = n.parent().filter(|p| p.kind_str() == "assignment") else {
             return false;
         };
-        let Some(target) = assign.field("left").filter(|t| t.kind() == "identifier") else {
+        let Some(target) = assign
+            .field("left")
+            .filter(|t| t.kind_str() == "identifier")
+        else {
             return false;
         };
         let name = self.text(target);
@@ -563,7 +568,7 @@ impl<'a> SemanticModel<'a> {
         let root_is = |a: Node<'a>, name: &str| {
             let mut r = unwrap_parens(a);
             loop {
-                match r.kind() {
+                match r.kind_str() {
                     "subscript" => r = r.field("value").unwrap_or(r),
                     "call" => {
                         // `ckpt.get("model")`, `ckpt["a"].items()`
@@ -575,7 +580,7 @@ impl<'a> SemanticModel<'a> {
                     _ => break,
                 }
             }
-            r.kind() == "identifier" && self.text(r) == name
+            r.kind_str() == "identifier" && self.text(r) == name
         };
         let fed = self.calls.iter().any(|o| {
             o.node.start_byte() > assign.end_byte()
@@ -598,14 +603,14 @@ impl<'a> SemanticModel<'a> {
             }
             let mut c = lp.body.walk();
             for st in lp.body.named_children(&mut c) {
-                let Some(a) = st.named_child(0).filter(|a| a.kind() == "assignment") else {
+                let Some(a) = st.named_child(0).filter(|a| a.kind_str() == "assignment") else {
                     continue;
                 };
                 if let Some(v) = a
                     .field("left")
-                    .filter(|l| l.kind() == "subscript")
+                    .filter(|l| l.kind_str() == "subscript")
                     .and_then(|l| l.field("value"))
-                    .filter(|v| v.kind() == "identifier")
+                    .filter(|v| v.kind_str() == "identifier")
                 {
                     filled.push(self.text(v));
                 }
@@ -614,7 +619,7 @@ impl<'a> SemanticModel<'a> {
         scope.returns.iter().any(|&(e, _)| {
             (root_is(e, name) || filled.iter().any(|&d| root_is(e, d)))
                 && e.parent()
-                    .filter(|r| r.kind() == "return_statement")
+                    .filter(|r| r.kind_str() == "return_statement")
                     .is_some()
         }) && self.returned_feeds_state_dict(func, depth)
     }
@@ -637,19 +642,19 @@ impl<'a> SemanticModel<'a> {
     /// a state dict (`set_peft_model_state_dict(model, sd)`,
     /// `load_model_state_dict(model, sd)`: every positional argument).
     fn state_dict_args(&self, call: Node<'a>) -> Box<dyn Iterator<Item = Node<'a>> + '_> {
-        if call.kind() != "call" {
+        if call.kind_str() != "call" {
             return Box::new(std::iter::empty());
         }
         let Some(f) = call.field("function") else {
             return Box::new(std::iter::empty());
         };
-        let name = match f.kind() {
+        let name = match f.kind_str() {
             "attribute" => f.field("attribute").map(|a| self.text(a)),
             "identifier" => Some(self.text(f)),
             _ => None,
         }
         .unwrap_or("");
-        if name == "load_state_dict" && f.kind() == "attribute" {
+        if name == "load_state_dict" && f.kind_str() == "attribute" {
             // An LR scheduler's or a gradient scaler's state is numbers, not tensors.
             let recv = f
                 .field("object")
@@ -675,7 +680,7 @@ impl<'a> SemanticModel<'a> {
 
     fn is_load_state_dict(&self, call: Node<'_>) -> bool {
         call.field("function")
-            .filter(|f| f.kind() == "attribute")
+            .filter(|f| f.kind_str() == "attribute")
             .and_then(|f| f.field("attribute"))
             .is_some_and(|a| self.text(a) == "load_state_dict")
     }
@@ -689,7 +694,7 @@ impl<'a> SemanticModel<'a> {
         let c = &self.calls[load.call];
         let mut n = c.node;
         while let Some(p) = n.parent() {
-            if p.kind() == "call" && self.is_load_state_dict(p) {
+            if p.kind_str() == "call" && self.is_load_state_dict(p) {
                 let recv = p
                     .field("function")
                     .and_then(|f| f.field("object"))
@@ -698,7 +703,7 @@ impl<'a> SemanticModel<'a> {
                 return !(recv.contains("scheduler") || recv.contains("scaler"));
             }
             n = p;
-            if n.kind() == "block" {
+            if n.kind_str() == "block" {
                 break;
             }
         }
@@ -710,7 +715,7 @@ impl<'a> SemanticModel<'a> {
     pub fn pads_to_max_length(&self, call: &Call<'a>) -> Option<Node<'a>> {
         if let Some(p) = self.keyword_arg(call.node, "padding") {
             let p0 = unwrap_parens(p);
-            if p0.kind() == "string" && unquote(self.text(p0)) == "max_length" {
+            if p0.kind_str() == "string" && unquote(self.text(p0)) == "max_length" {
                 return Some(p);
             }
             // `PaddingStrategy.MAX_LENGTH`
@@ -719,7 +724,7 @@ impl<'a> SemanticModel<'a> {
             }
         }
         self.keyword_arg(call.node, "pad_to_max_length")
-            .filter(|v| unwrap_parens(*v).kind() == "true")
+            .filter(|v| unwrap_parens(*v).kind_str() == "true")
     }
 
     /// The `max_length=` of a call as a number, when it is a literal or a name bound
@@ -738,7 +743,7 @@ impl<'a> SemanticModel<'a> {
         if depth > 8 {
             return None;
         }
-        match v.kind() {
+        match v.kind_str() {
             "integer" => self.text(v).replace('_', "").parse().ok(),
             "identifier" => {
                 let b = self.binding_of(v, site)?;
@@ -797,11 +802,11 @@ impl<'a> SemanticModel<'a> {
         // A lambda passed to `.map(...)`.
         let mut n = call.node;
         while let Some(p) = n.parent() {
-            if p.kind() == "lambda" {
+            if p.kind_str() == "lambda" {
                 let in_map = p
                     .parent()
                     .and_then(|a| a.parent())
-                    .filter(|c| c.kind() == "call")
+                    .filter(|c| c.kind_str() == "call")
                     .and_then(|c| c.field("function"))
                     .and_then(|f| f.field("attribute"))
                     .is_some_and(|a| self.text(a) == "map");
@@ -809,7 +814,7 @@ impl<'a> SemanticModel<'a> {
                     return true;
                 }
             }
-            if p.kind() == "function_definition" {
+            if p.kind_str() == "function_definition" {
                 break;
             }
             n = p;
@@ -822,7 +827,7 @@ impl<'a> SemanticModel<'a> {
         let mapped = self.mapped_functions();
         mapped.contains(&name)
             || self.calls.iter().any(|c| {
-                c.function.kind() == "identifier"
+                c.function.kind_str() == "identifier"
                     && self.text(c.function) == name
                     && self
                         .function_of(c.site.scope)
@@ -862,7 +867,7 @@ impl<'a> SemanticModel<'a> {
             let Some(mut a) = arg.map(unwrap_parens) else {
                 continue;
             };
-            if a.kind() == "call" {
+            if a.kind_str() == "call" {
                 match self.positional_args(a).next() {
                     Some(x) => a = unwrap_parens(x),
                     None => continue,
@@ -880,7 +885,7 @@ impl<'a> SemanticModel<'a> {
             || self.calls.iter().any(|c| {
                 let t = self.text(c.function);
                 let last = t.rsplit('.').next().unwrap_or(t);
-                last.ends_with("Trainer") || last == "train" && c.function.kind() == "attribute"
+                last.ends_with("Trainer") || last == "train" && c.function.kind_str() == "attribute"
             })
     }
 }

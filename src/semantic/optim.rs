@@ -70,7 +70,7 @@ impl<'a> SemanticModel<'a> {
     pub fn optimizer_owners(&self, opt: Node<'_>, site: Site) -> Option<Vec<&'a str>> {
         let b = self.binding_of(opt, site)?;
         let value = unwrap_parens(b.value?);
-        if value.kind() != "call" {
+        if value.kind_str() != "call" {
             return None;
         }
         let params = self
@@ -80,9 +80,9 @@ impl<'a> SemanticModel<'a> {
         let mut owners = Vec::new();
         let mut stack = vec![params];
         while let Some(n) = stack.pop() {
-            if n.kind() == "call" {
+            if n.kind_str() == "call" {
                 if let Some(f) = n.field("function") {
-                    if f.kind() == "attribute"
+                    if f.kind_str() == "attribute"
                         && matches!(
                             f.field("attribute").map(|a| self.text(a)),
                             Some("parameters" | "named_parameters")
@@ -94,7 +94,9 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             // A tensor or list named directly: not a module's parameters.
-            if n.kind() == "identifier" && n.parent().is_some_and(|p| p.kind() != "attribute") {
+            if n.kind_str() == "identifier"
+                && n.parent().is_some_and(|p| p.kind_str() != "attribute")
+            {
                 let callee = n
                     .parent()
                     .and_then(|p| p.field("function"))

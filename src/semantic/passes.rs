@@ -22,7 +22,7 @@ pub struct GraphPass<'a> {
 
 /// `True` as written (not a variable, not `False`).
 fn is_true(n: Option<Node<'_>>) -> bool {
-    n.is_some_and(|n| unwrap_parens(n).kind() == "true")
+    n.is_some_and(|n| unwrap_parens(n).kind_str() == "true")
 }
 
 impl<'a> SemanticModel<'a> {
@@ -210,7 +210,7 @@ impl<'a> SemanticModel<'a> {
                 let gd = &self.bindings[g];
                 // The same value bound to both (`self.out = out = f(x)`), or the name.
                 gd.value.is_some_and(|gv| gv.id() == v.id()) && gd.index == bd.index
-                    || unwrap_parens(v).kind() == "identifier"
+                    || unwrap_parens(v).kind_str() == "identifier"
                         && self.resolve(unwrap_parens(v), bd.site, v.start_byte()) == Some(g)
             });
             (kept && !self.attr_flows_into_backward(bd.owner, bd.name)).then_some(bd.name)
@@ -239,7 +239,7 @@ impl<'a> SemanticModel<'a> {
         let mut cursor = h.walk();
         let mut stack = vec![h];
         while let Some(n) = stack.pop() {
-            if n.kind() == "identifier" && names::is_data_name(self.text(n)) {
+            if n.kind_str() == "identifier" && names::is_data_name(self.text(n)) {
                 return false;
             }
             stack.extend(n.named_children(&mut cursor));
@@ -256,7 +256,7 @@ fn exclusive_arms(a: Node<'_>, b: Node<'_>) -> bool {
         let arms: Vec<Node<'_>> = stmt
             .named_children(&mut c)
             .filter(|ch| {
-                ch.kind() != "comment" && stmt.child_by_field_name("condition") != Some(*ch)
+                ch.kind_str() != "comment" && stmt.child_by_field_name("condition") != Some(*ch)
             })
             .collect();
         arms.iter()
@@ -264,7 +264,7 @@ fn exclusive_arms(a: Node<'_>, b: Node<'_>) -> bool {
     };
     let mut cur = a.parent();
     while let Some(n) = cur {
-        if n.kind() == "if_statement"
+        if n.kind_str() == "if_statement"
             && n.start_byte() <= b.start_byte()
             && b.end_byte() <= n.end_byte()
         {

@@ -104,7 +104,7 @@ impl<'a> SemanticModel<'a> {
                 continue;
             };
             let container = unwrap_parens(container);
-            if container.kind() != "attribute"
+            if container.kind_str() != "attribute"
                 || container.field("object").map(|o| self.text(o)) != Some(me)
             {
                 continue;
@@ -118,7 +118,7 @@ impl<'a> SemanticModel<'a> {
             };
             let Some(value) = value
                 .map(unwrap_parens)
-                .filter(|v| v.kind() == "identifier")
+                .filter(|v| v.kind_str() == "identifier")
             else {
                 continue;
             };
@@ -147,7 +147,7 @@ impl<'a> SemanticModel<'a> {
     pub fn resolve_call(&self, call: CallId) -> Option<ScopeId> {
         let c = &self.calls[call];
         let f = c.function;
-        match f.kind() {
+        match f.kind_str() {
             "identifier" => {
                 let name = self.text(f);
                 let mut scope = Some(c.site.scope);
@@ -167,7 +167,7 @@ impl<'a> SemanticModel<'a> {
             "attribute" => {
                 let recv = unwrap_parens(f.field("object")?);
                 let method = self.text(f.field("attribute")?);
-                let class = if recv.kind() == "identifier"
+                let class = if recv.kind_str() == "identifier"
                     && self
                         .function_of(c.site.scope)
                         .and_then(|fs| self.scope(fs).self_param())
@@ -177,7 +177,7 @@ impl<'a> SemanticModel<'a> {
                     return self
                         .method_of(class, method, 0)
                         .or_else(|| self.stored_closure(class, method));
-                } else if recv.kind() == "call"
+                } else if recv.kind_str() == "call"
                     && recv.field("function").map(|n| self.text(n)) == Some("super")
                 {
                     let class = self.class_of(c.site.scope)?;
@@ -203,7 +203,7 @@ impl<'a> SemanticModel<'a> {
         for &b in stores {
             let binding = &self.bindings[b];
             let value = unwrap_parens(binding.value?);
-            let f = match value.kind() {
+            let f = match value.kind_str() {
                 "identifier" => self.function_named(binding.site.scope, self.text(value))?,
                 "call" => {
                     let factory = self
@@ -211,7 +211,7 @@ impl<'a> SemanticModel<'a> {
                         .and_then(|c| self.resolve_direct(c))?;
                     self.scope(factory).returns.iter().find_map(|&(r, _)| {
                         let r = unwrap_parens(r);
-                        (r.kind() == "identifier")
+                        (r.kind_str() == "identifier")
                             .then(|| self.functions.get(&(factory, self.text(r))).copied())
                             .flatten()
                     })?
@@ -242,14 +242,14 @@ impl<'a> SemanticModel<'a> {
     fn resolve_direct(&self, call: CallId) -> Option<ScopeId> {
         let c = &self.calls[call];
         let f = c.function;
-        if f.kind() == "identifier" {
+        if f.kind_str() == "identifier" {
             return self.function_named(c.site.scope, self.text(f));
         }
         let recv = unwrap_parens(f.field("object")?);
         let this = self
             .function_of(c.site.scope)
             .and_then(|fs| self.scope(fs).self_param());
-        if recv.kind() != "identifier" || this != Some(self.text(recv)) {
+        if recv.kind_str() != "identifier" || this != Some(self.text(recv)) {
             return None;
         }
         let method = self.text(f.field("attribute")?);
@@ -277,11 +277,11 @@ impl<'a> SemanticModel<'a> {
     fn instance_class(&self, recv: Node<'_>, site: Site) -> Option<ScopeId> {
         let b = self.resolve(recv, site, recv.start_byte())?;
         let v = self.bindings[b].value?;
-        if v.kind() != "call" || self.bindings[b].index.is_some() {
+        if v.kind_str() != "call" || self.bindings[b].index.is_some() {
             return None;
         }
         let f = v.field("function")?;
-        (f.kind() == "identifier")
+        (f.kind_str() == "identifier")
             .then(|| self.classes.get(self.text(f)).copied())
             .flatten()
     }
@@ -294,7 +294,7 @@ impl<'a> SemanticModel<'a> {
         let d = depth + 1;
         // Parentheses change nothing; unwrap them without spending depth.
         let node = unwrap_parens(node);
-        match node.kind() {
+        match node.kind_str() {
             "parenthesized_expression" => Value::Unknown,
             "identifier" => self.eval_name(node, site, d),
             "attribute" => self.eval_attribute(node, site, d),
@@ -523,12 +523,12 @@ impl<'a> SemanticModel<'a> {
         }
         let d = d + 1;
         let val = unwrap_parens(val);
-        match val.kind() {
+        match val.kind_str() {
             "tuple" | "list" | "expression_list" => {
                 let mut c = val.walk();
                 let item = val
                     .named_children(&mut c)
-                    .filter(|n| n.kind() != "comment")
+                    .filter(|n| n.kind_str() != "comment")
                     .nth(i as usize);
                 item.map_or(Value::Unknown, |n| self.eval(n, site, d))
             }
@@ -536,7 +536,7 @@ impl<'a> SemanticModel<'a> {
                 let Some(func) = val.field("function") else {
                     return Value::Unknown;
                 };
-                if func.kind() == "attribute" {
+                if func.kind_str() == "attribute" {
                     let m = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
                     // `model, opt = accelerator.prepare(model, opt)`, `fabric.setup(...)`
                     if matches!(m, "prepare" | "setup") && self.positional_args(val).count() > 1 {
@@ -610,7 +610,7 @@ impl<'a> SemanticModel<'a> {
             .scope(f)
             .returns
             .iter()
-            .filter(|(r, _)| r.kind() != "none")
+            .filter(|(r, _)| r.kind_str() != "none")
             .map(|&(r, site)| match index {
                 None => self.eval(r, site, d),
                 Some(i) => self.eval_element(r, i, site, d),
@@ -686,7 +686,7 @@ impl<'a> SemanticModel<'a> {
             Value::Detached => Value::Unknown,
             // The attribute of a call's unknown result is no name to guess from
             // (`get_session().head(url)` is an HTTP request).
-            _ if unwrap_parens(obj).kind() == "call" => Value::Unknown,
+            _ if unwrap_parens(obj).kind_str() == "call" => Value::Unknown,
             _ => match name_value(attr) {
                 // Only callables are guessed from an attribute name: `trainer.model`,
                 // `self.criterion`; never a tensor.
@@ -752,7 +752,7 @@ impl<'a> SemanticModel<'a> {
                 }
             }
         }
-        if func.kind() == "attribute" {
+        if func.kind_str() == "attribute" {
             let method = func.field("attribute").map(|a| self.text(a)).unwrap_or("");
             if names::is_detaching_method(method) {
                 return Value::Detached;
@@ -771,7 +771,7 @@ impl<'a> SemanticModel<'a> {
         // A function or method of another project file that returns a detached value
         // (a helper returning `loss.item()`, a loss object's `get_loss()`).
         if let (None, Some(p)) = (same_file, self.project()) {
-            let detached = match func.kind() {
+            let detached = match func.kind_str() {
                 "identifier" => {
                     p.detached_import(self.text(func))
                         && self
@@ -787,7 +787,7 @@ impl<'a> SemanticModel<'a> {
                 return Value::Detached;
             }
         }
-        match func.kind() {
+        match func.kind_str() {
             "attribute" => self.eval_method_call(node, func, site, d),
             "identifier" => {
                 let name = self.text(func);
@@ -864,19 +864,19 @@ impl<'a> SemanticModel<'a> {
     fn no_forward_call(&self, call: Node<'_>, site: Site, d: u32) -> bool {
         if call
             .field("arguments")
-            .is_some_and(|a| a.kind() == "argument_list" && a.named_child_count() == 0)
+            .is_some_and(|a| a.kind_str() == "argument_list" && a.named_child_count() == 0)
         {
             return true;
         }
         self.positional_args(call).any(|a| {
             let a = unwrap_parens(a);
             // A NumPy array is no module input (`decoder(x.numpy())` decodes text).
-            let numpy = a.kind() == "call"
+            let numpy = a.kind_str() == "call"
                 && a.field("function")
                     .and_then(|f| f.field("attribute"))
                     .is_some_and(|m| self.text(m) == "numpy");
             numpy
-                || (matches!(a.kind(), "identifier" | "attribute")
+                || (matches!(a.kind_str(), "identifier" | "attribute")
                     && self.eval(a, site, d) == Value::Module)
         })
     }
@@ -1043,9 +1043,9 @@ impl<'a> SemanticModel<'a> {
         let mut c = args.walk();
         let items: Vec<Node<'_>> = args
             .named_children(&mut c)
-            .filter(|n| n.kind() != "comment")
+            .filter(|n| n.kind_str() != "comment")
             .map(|n| {
-                if n.kind() == "keyword_argument" {
+                if n.kind_str() == "keyword_argument" {
                     n.field("value").unwrap_or(n)
                 } else {
                     n
@@ -1055,7 +1055,7 @@ impl<'a> SemanticModel<'a> {
         if items.is_empty() {
             return Value::Unknown;
         }
-        join_all(items.into_iter().map(|n| match n.kind() {
+        join_all(items.into_iter().map(|n| match n.kind_str() {
             // `torch.stack([a, b])`, `sum(x for x in xs)`
             "list_splat" | "generator_expression" | "list_comprehension" => {
                 match n.named_child(0) {
@@ -1081,7 +1081,7 @@ impl<'a> SemanticModel<'a> {
     /// module that holds no parameters.
     fn is_parameterless_module_ctor(&self, func: Node<'_>) -> bool {
         let func = unwrap_parens(func);
-        if func.kind() != "call" {
+        if func.kind_str() != "call" {
             return false;
         }
         let Some(q) = func.field("function").and_then(|f| self.qualified(f)) else {
@@ -1135,7 +1135,7 @@ impl<'a> SemanticModel<'a> {
         // Arguments of project functions of other files that backpropagate them.
         if let Some(facts) = self.project() {
             for (i, call) in self.calls.iter_enumerated() {
-                if call.function.kind() != "identifier" || self.callees[i].is_some() {
+                if call.function.kind_str() != "identifier" || self.callees[i].is_some() {
                     continue;
                 }
                 let Some(positions) = facts.backward_params(self.text(call.function)) else {
@@ -1165,11 +1165,11 @@ impl<'a> SemanticModel<'a> {
             let expr = unwrap_parens(expr);
             // An unpacked element: follow only its position where the value shows it.
             if let Some(i) = index {
-                match expr.kind() {
+                match expr.kind_str() {
                     "tuple" | "list" | "expression_list" => {
                         let item = expr
                             .named_children(&mut c)
-                            .filter(|n| n.kind() != "comment")
+                            .filter(|n| n.kind_str() != "comment")
                             .nth(i as usize);
                         if let Some(item) = item {
                             work.push((item, site, None));
@@ -1198,7 +1198,7 @@ impl<'a> SemanticModel<'a> {
             }
             let mut stack = vec![expr];
             while let Some(n) = stack.pop() {
-                match n.kind() {
+                match n.kind_str() {
                     "identifier" => {
                         self.flow_into_name(n, site, &mut flow);
                         continue;
@@ -1231,7 +1231,7 @@ impl<'a> SemanticModel<'a> {
                     }
                     "call" => {
                         let func = n.field("function");
-                        let detaching = func.is_some_and(|f| match f.kind() {
+                        let detaching = func.is_some_and(|f| match f.kind_str() {
                             "attribute" => f
                                 .field("attribute")
                                 .is_some_and(|a| names::is_detaching_method(self.text(a))),
@@ -1318,13 +1318,13 @@ impl<'a> SemanticModel<'a> {
     fn element_node<'n>(&self, val: Node<'n>, index: Option<u32>) -> Option<Node<'n>> {
         let val = unwrap_parens(val);
         let Some(i) = index else { return Some(val) };
-        if !matches!(val.kind(), "tuple" | "list" | "expression_list") {
+        if !matches!(val.kind_str(), "tuple" | "list" | "expression_list") {
             return None;
         }
         let mut c = val.walk();
         let item = val
             .named_children(&mut c)
-            .filter(|n| n.kind() != "comment")
+            .filter(|n| n.kind_str() != "comment")
             .nth(i as usize);
         item
     }
@@ -1359,7 +1359,7 @@ impl<'a> SemanticModel<'a> {
     /// `[]` or `list()`.
     fn is_empty_list(&self, n: Node<'_>) -> bool {
         let n = unwrap_parens(n);
-        match n.kind() {
+        match n.kind_str() {
             "list" => n.named_child_count() == 0,
             "call" => {
                 n.field("function").is_some_and(|f| self.text(f) == "list")
@@ -1377,7 +1377,7 @@ impl<'a> SemanticModel<'a> {
             return false;
         }
         let e = unwrap_parens(expr);
-        match e.kind() {
+        match e.kind_str() {
             "call" => e
                 .field("function")
                 .and_then(|f| self.qualified(f))
@@ -1410,7 +1410,7 @@ impl<'a> SemanticModel<'a> {
             .iter()
             .map(|&(r, _)| {
                 let r = unwrap_parens(r);
-                if matches!(r.kind(), "tuple" | "expression_list") {
+                if matches!(r.kind_str(), "tuple" | "expression_list") {
                     r.named_child_count() as u32
                 } else {
                     0
@@ -1429,7 +1429,7 @@ impl<'a> SemanticModel<'a> {
     /// `net.forward(x)`).
     fn instance_forward(&self, call: Node<'_>, site: Site) -> Option<ScopeId> {
         let func = unwrap_parens(call.field("function")?);
-        let callee = if func.kind() == "attribute"
+        let callee = if func.kind_str() == "attribute"
             && func
                 .field("attribute")
                 .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
@@ -1459,7 +1459,7 @@ impl<'a> SemanticModel<'a> {
     /// module's `forward`).
     fn passed_instance_callee(&self, call: Node<'_>, site: Site) -> Option<ScopeId> {
         let func = unwrap_parens(call.field("function")?);
-        if func.kind() != "identifier" {
+        if func.kind_str() != "identifier" {
             return None;
         }
         let b = self.resolve(func, site, func.start_byte())?;
@@ -1477,7 +1477,8 @@ impl<'a> SemanticModel<'a> {
         let mut class = None;
         for &call in callers {
             let cl = &self.calls[call];
-            let skip = usize::from(sc.self_param().is_some() && cl.function.kind() == "attribute");
+            let skip =
+                usize::from(sc.self_param().is_some() && cl.function.kind_str() == "attribute");
             let arg = pos
                 .checked_sub(skip)
                 .and_then(|p| self.positional_args(cl.node).nth(p))
@@ -1512,10 +1513,10 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let e = unwrap_parens(expr);
-        match e.kind() {
+        match e.kind_str() {
             "call" => {
                 let f = unwrap_parens(e.field("function")?);
-                match f.kind() {
+                match f.kind_str() {
                     "identifier" => {
                         let b = self.resolve(f, site, f.start_byte())?;
                         match self.bindings[b].kind {
@@ -1577,7 +1578,7 @@ impl<'a> SemanticModel<'a> {
         let Some(func) = call.field("function").map(unwrap_parens) else {
             return false;
         };
-        let callee = if func.kind() == "attribute"
+        let callee = if func.kind_str() == "attribute"
             && func
                 .field("attribute")
                 .is_some_and(|a| names::FORWARD_METHODS.contains(&self.text(a)))
@@ -1653,8 +1654,9 @@ impl<'a> SemanticModel<'a> {
                 for &call in &self.callers[f] {
                     let cl = &self.calls[call];
                     // `obj.method(x)` binds `x` to the parameter after `self`.
-                    let skip =
-                        usize::from(sc.self_param().is_some() && cl.function.kind() == "attribute");
+                    let skip = usize::from(
+                        sc.self_param().is_some() && cl.function.kind_str() == "attribute",
+                    );
                     let arg = pos
                         .checked_sub(skip)
                         .and_then(|p| self.positional_args(cl.node).nth(p))
@@ -1814,7 +1816,7 @@ impl<'a> SemanticModel<'a> {
     fn compute_numpy_reads(&self) -> FxHashSet<BindingId> {
         let mut set = FxHashSet::default();
         for c in &self.calls {
-            if c.function.kind() != "attribute"
+            if c.function.kind_str() != "attribute"
                 || c.function.field("attribute").map(|a| self.text(a)) != Some("numpy")
             {
                 continue;
@@ -1823,8 +1825,11 @@ impl<'a> SemanticModel<'a> {
             let Some(mut recv) = c.function.field("object").map(unwrap_parens) else {
                 continue;
             };
-            while recv.kind() == "call" {
-                let Some(f) = recv.field("function").filter(|f| f.kind() == "attribute") else {
+            while recv.kind_str() == "call" {
+                let Some(f) = recv
+                    .field("function")
+                    .filter(|f| f.kind_str() == "attribute")
+                else {
                     break;
                 };
                 if !f
@@ -1838,7 +1843,7 @@ impl<'a> SemanticModel<'a> {
                     None => break,
                 }
             }
-            if !matches!(recv.kind(), "identifier" | "attribute") {
+            if !matches!(recv.kind_str(), "identifier" | "attribute") {
                 continue;
             }
             let mut b = self.resolve(recv, c.site, recv.start_byte());
@@ -1957,10 +1962,10 @@ impl<'a> SemanticModel<'a> {
                 let op = stmt.field("operator").map(|o| self.text(o));
                 matches!(op, Some("+=" | "-=")).then_some((stmt, value))
             }
-            BindingKind::Assign if bd.index.is_none() && stmt.kind() == "assignment" => {
+            BindingKind::Assign if bd.index.is_none() && stmt.kind_str() == "assignment" => {
                 let target = self.text(unwrap_parens(stmt.field("left")?));
                 let v = unwrap_parens(value);
-                if v.kind() != "binary_operator" {
+                if v.kind_str() != "binary_operator" {
                     return None;
                 }
                 let op = v.field("operator").map(|o| self.text(o));
@@ -1991,11 +1996,11 @@ impl<'a> SemanticModel<'a> {
             if looked > limit {
                 break;
             }
-            match n.kind() {
+            match n.kind_str() {
                 "identifier" => out.push(n),
                 "attribute" => {
                     let obj = n.field("object").map(unwrap_parens);
-                    if obj.is_some_and(|o| o.kind() == "identifier") {
+                    if obj.is_some_and(|o| o.kind_str() == "identifier") {
                         out.push(n);
                     }
                     stack.extend(obj);

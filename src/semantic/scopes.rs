@@ -104,8 +104,10 @@ impl<'a> SemanticModel<'a> {
         let params = self.scope(scope).node.field("parameters")?;
         let mut cursor = params.walk();
         let found = params.named_children(&mut cursor).find(|p| {
-            matches!(p.kind(), "default_parameter" | "typed_default_parameter")
-                && p.field("name").is_some_and(|n| self.text(n) == name)
+            matches!(
+                p.kind_str(),
+                "default_parameter" | "typed_default_parameter"
+            ) && p.field("name").is_some_and(|n| self.text(n) == name)
         });
         found.and_then(|p| p.field("value"))
     }
@@ -154,7 +156,7 @@ impl<'a> SemanticModel<'a> {
                 let mut cursor = self.root.walk();
                 'walk: loop {
                     let n = cursor.node();
-                    if n.is_named() && n.kind() == "identifier" {
+                    if n.is_named() && n.kind_str() == "identifier" {
                         by_name.entry(self.text(n)).or_default().push(n);
                     }
                     if cursor.goto_first_child() {
@@ -183,14 +185,14 @@ impl<'a> SemanticModel<'a> {
 
     /// The key of a plain name or `self.attr` expression.
     pub fn name_key(&self, expr: Node<'_>, scope: ScopeId) -> Option<NameKey<'a>> {
-        match expr.kind() {
+        match expr.kind_str() {
             "identifier" => Some(NameKey::Local(scope, self.text(expr))),
             "attribute" => {
                 let obj = expr.field("object")?;
                 let attr = expr.field("attribute")?;
                 let f = self.function_of(scope)?;
                 let fs = self.scope(f);
-                if obj.kind() == "identifier" && fs.self_param() == Some(self.text(obj)) {
+                if obj.kind_str() == "identifier" && fs.self_param() == Some(self.text(obj)) {
                     Some(NameKey::Attr(fs.class?, self.text(attr)))
                 } else {
                     None

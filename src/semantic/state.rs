@@ -138,7 +138,7 @@ impl<'a> SemanticModel<'a> {
                 let idx = self.positional_args(c.node).next();
                 conv.device = Some(match idx {
                     None => Some(Device::Cuda("")),
-                    Some(i) if i.kind() == "integer" => Some(Device::Cuda(self.text(i))),
+                    Some(i) if i.kind_str() == "integer" => Some(Device::Cuda(self.text(i))),
                     Some(_) => None,
                 });
             }
@@ -181,7 +181,7 @@ impl<'a> SemanticModel<'a> {
 
     fn classify_to_arg(&self, a: Node<'a>, site: Site) -> Arg<'a> {
         let a = unwrap_parens(a);
-        match a.kind() {
+        match a.kind_str() {
             "string" => {
                 let s = self.text(a).trim_matches(|c| c == '"' || c == '\'');
                 device_from_str(s).map_or(Arg::Unknown, |d| Arg::Device(Some(d)))
@@ -217,7 +217,7 @@ impl<'a> SemanticModel<'a> {
                     return Arg::Unknown;
                 }
                 let first = self.positional_args(a).next();
-                match first.map(|n| (n.kind(), n)) {
+                match first.map(|n| (n.kind_str(), n)) {
                     Some(("string", s)) => {
                         let s = self.text(s).trim_matches(|c| c == '"' || c == '\'');
                         Arg::Device(device_from_str(s))
@@ -236,15 +236,15 @@ impl<'a> SemanticModel<'a> {
     fn resolve_device_var(&self, a: Node<'a>, site: Site) -> Device<'a> {
         let text = self.text(a);
         let device_of = |n: Node<'a>, scope: ScopeId| -> Option<Device<'a>> {
-            if n.kind() != "attribute" || self.name_key(n, scope).is_some() {
+            if n.kind_str() != "attribute" || self.name_key(n, scope).is_some() {
                 return None;
             }
             let o = n.field("object")?;
             (self.text(n.field("attribute")?) == "device"
-                && matches!(o.kind(), "identifier" | "attribute"))
+                && matches!(o.kind_str(), "identifier" | "attribute"))
             .then(|| Device::Of(self.text(o)))
         };
-        if a.kind() == "attribute" && self.name_key(a, site.scope).is_none() {
+        if a.kind_str() == "attribute" && self.name_key(a, site.scope).is_none() {
             return device_of(a, site.scope).unwrap_or(Device::Var(text, None));
         }
         let Some(b) = self.resolve(a, site, a.start_byte()) else {
@@ -269,11 +269,11 @@ impl<'a> SemanticModel<'a> {
     /// `"cuda:0"`, `torch.device("cuda")`: a device written out.
     fn device_literal(&self, v: Node<'a>) -> Option<Device<'a>> {
         let lit = |s: Node<'a>| {
-            (s.kind() == "string")
+            (s.kind_str() == "string")
                 .then(|| device_from_str(self.text(s).trim_matches(|c| c == '"' || c == '\'')))
                 .flatten()
         };
-        match v.kind() {
+        match v.kind_str() {
             "string" => lit(v),
             "call" => {
                 let f = v.field("function")?;
@@ -348,8 +348,11 @@ impl<'a> SemanticModel<'a> {
     fn peel_chain(&self, e: Node<'a>) -> (Node<'a>, Vec<Node<'a>>) {
         let mut chain = Vec::new();
         let mut base = unwrap_parens(e);
-        while base.kind() == "call" && chain.len() < MAX_CHAIN {
-            let Some(f) = base.field("function").filter(|f| f.kind() == "attribute") else {
+        while base.kind_str() == "call" && chain.len() < MAX_CHAIN {
+            let Some(f) = base
+                .field("function")
+                .filter(|f| f.kind_str() == "attribute")
+            else {
                 break;
             };
             let m = f.field("attribute").map_or("", |a| self.text(a));
@@ -375,13 +378,13 @@ impl<'a> SemanticModel<'a> {
     /// wrapper of a placed model (`DataParallel(m)`, `PeftModel.from_pretrained(m, ...)`),
     /// `accelerator.prepare(m)`, or what every `return` of a same-file helper returns.
     fn call_state(&self, base: Node<'a>, site: Site, budget: &Cell<u32>) -> ModelState<'a> {
-        if base.kind() != "call" {
+        if base.kind_str() != "call" {
             return ModelState::default();
         }
         let Some(f) = base.field("function") else {
             return ModelState::default();
         };
-        let (obj, method) = if f.kind() == "attribute" {
+        let (obj, method) = if f.kind_str() == "attribute" {
             (
                 f.field("object"),
                 f.field("attribute").map_or("", |a| self.text(a)),
@@ -393,7 +396,7 @@ impl<'a> SemanticModel<'a> {
             .positional_args(base)
             .next()
             .map(unwrap_parens)
-            .filter(|a| matches!(a.kind(), "identifier" | "attribute" | "call"));
+            .filter(|a| matches!(a.kind_str(), "identifier" | "attribute" | "call"));
         let mut st = self.loaded_state(base);
         let wrapped = |a: Node<'a>, keep_dtype: bool| {
             let mut inner = self.expr_state(a, site, a.start_byte(), budget);
@@ -432,14 +435,14 @@ impl<'a> SemanticModel<'a> {
         let returned = match self.call_index(base).and_then(|i| self.resolve_call(i)) {
             Some(callee) => self.returned_parameter(callee),
             None => self.project().and_then(|p| {
-                (f.kind() == "identifier")
+                (f.kind_str() == "identifier")
                     .then(|| p.returned_param(self.text(f)))
                     .flatten()
             }),
         };
         // A helper of another project file that hands back a model on a known device.
         if let Some(d) = self.project().and_then(|p| {
-            (f.kind() == "identifier")
+            (f.kind_str() == "identifier")
                 .then(|| p.placing_import(self.text(f)))
                 .flatten()
         }) {
@@ -470,7 +473,7 @@ impl<'a> SemanticModel<'a> {
                 .positional_args(base)
                 .nth(i as usize)
                 .map(unwrap_parens)
-                .filter(|a| matches!(a.kind(), "identifier" | "attribute" | "call"))
+                .filter(|a| matches!(a.kind_str(), "identifier" | "attribute" | "call"))
                 .map_or(st, |a| self.expr_state(a, site, a.start_byte(), budget));
         }
         if let Some(callee) = self.call_index(base).and_then(|i| self.resolve_call(i)) {
@@ -493,7 +496,7 @@ impl<'a> SemanticModel<'a> {
         let mut name: Option<&'a str> = None;
         for &(r, _) in &sc.returns {
             let r = unwrap_parens(r);
-            if r.kind() != "identifier" || name.is_some_and(|n| n != self.text(r)) {
+            if r.kind_str() != "identifier" || name.is_some_and(|n| n != self.text(r)) {
                 return None;
             }
             name = Some(self.text(r));
@@ -527,7 +530,7 @@ impl<'a> SemanticModel<'a> {
         let mut merged: Option<ModelState<'a>> = None;
         for &(ret, ret_site) in &self.scope(f).returns {
             let r = unwrap_parens(ret);
-            if matches!(r.kind(), "tuple" | "expression_list" | "none") {
+            if matches!(r.kind_str(), "tuple" | "expression_list" | "none") {
                 continue;
             }
             let s = self.expr_state(r, ret_site, r.start_byte(), &budget);
@@ -758,7 +761,7 @@ impl<'a> SemanticModel<'a> {
         prev: ModelState<'a>,
         budget: &Cell<u32>,
     ) -> ModelState<'a> {
-        if unwrap_parens(v).kind() == "none" {
+        if unwrap_parens(v).kind_str() == "none" {
             return ModelState {
                 is_none: true,
                 ..ModelState::default()
@@ -783,13 +786,13 @@ impl<'a> SemanticModel<'a> {
     fn unpacked_state(&self, v: Node<'a>, index: u32, budget: &Cell<u32>) -> ModelState<'a> {
         let mut st = ModelState::default();
         let v = unwrap_parens(v);
-        if v.kind() != "call" {
+        if v.kind_str() != "call" {
             return st;
         }
         if let Some(callee) = self.call_index(v).and_then(|i| self.resolve_call(i)) {
             return self.returned_element_state(v, callee, index, budget);
         }
-        let Some(f) = v.field("function").filter(|f| f.kind() == "attribute") else {
+        let Some(f) = v.field("function").filter(|f| f.kind_str() == "attribute") else {
             return st;
         };
         let method = f.field("attribute").map_or("", |a| self.text(a));
@@ -818,13 +821,13 @@ impl<'a> SemanticModel<'a> {
         let mut merged: Option<ModelState<'a>> = None;
         for &(ret, ret_site) in &sc.returns {
             let r = unwrap_parens(ret);
-            if !matches!(r.kind(), "tuple" | "expression_list") {
+            if !matches!(r.kind_str(), "tuple" | "expression_list") {
                 return ModelState::default();
             }
             let mut c = r.walk();
             let Some(item) = r
                 .named_children(&mut c)
-                .filter(|n| n.kind() != "comment")
+                .filter(|n| n.kind_str() != "comment")
                 .nth(index as usize)
             else {
                 return ModelState::default();
@@ -863,8 +866,10 @@ impl<'a> SemanticModel<'a> {
                 let params = sc.node.child_by_field_name("parameters")?;
                 let mut c = params.walk();
                 let found = params.named_children(&mut c).find(|p| {
-                    matches!(p.kind(), "default_parameter" | "typed_default_parameter")
-                        && p.child_by_field_name("name").map(|n| self.text(n)) == Some(name)
+                    matches!(
+                        p.kind_str(),
+                        "default_parameter" | "typed_default_parameter"
+                    ) && p.child_by_field_name("name").map(|n| self.text(n)) == Some(name)
                 });
                 found?.child_by_field_name("value")?
             }
@@ -878,13 +883,13 @@ impl<'a> SemanticModel<'a> {
     /// `X.from_pretrained(..., torch_dtype=D, device_map=M)` or `torch.load(..., map_location=L)`.
     fn loaded_state(&self, base: Node<'a>) -> ModelState<'a> {
         let mut st = ModelState::default();
-        if base.kind() != "call" {
+        if base.kind_str() != "call" {
             return st;
         }
         let Some(f) = base.field("function") else {
             return st;
         };
-        let method = if f.kind() == "attribute" {
+        let method = if f.kind_str() == "attribute" {
             f.field("attribute").map(|a| self.text(a))
         } else {
             None
@@ -894,7 +899,7 @@ impl<'a> SemanticModel<'a> {
                 .keyword_arg(base, "torch_dtype")
                 .or_else(|| self.keyword_arg(base, "dtype"));
             if let Some(d) = dt {
-                let t = match unwrap_parens(d).kind() {
+                let t = match unwrap_parens(d).kind_str() {
                     "string" => {
                         DType::from_name(self.text(d).trim_matches(|c| c == '"' || c == '\''))
                     }
@@ -908,7 +913,7 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             if let Some(m) = self.keyword_arg(base, "device_map") {
-                if unwrap_parens(m).kind() != "none" {
+                if unwrap_parens(m).kind_str() != "none" {
                     st.device_map = Some(m);
                 }
             }
@@ -917,7 +922,7 @@ impl<'a> SemanticModel<'a> {
             .is_some_and(|q| q.is_torch() && q.last() == Some("load"))
         {
             if let Some(l) = self.keyword_arg(base, "map_location") {
-                if unwrap_parens(l).kind() == "string" {
+                if unwrap_parens(l).kind_str() == "string" {
                     let s = self.text(l).trim_matches(|c| c == '"' || c == '\'');
                     if let Some(d) = device_from_str(s) {
                         st.device = Some(Fact { value: d, at: l });

@@ -18,7 +18,7 @@ impl<'a> SemanticModel<'a> {
         let mut n = 0;
         let mut cur = node;
         loop {
-            match cur.kind() {
+            match cur.kind_str() {
                 "attribute" => {
                     let attr = cur.field("attribute")?;
                     if n == rev.len() {
@@ -61,7 +61,7 @@ impl<'a> SemanticModel<'a> {
 
     /// The method name of a call `recv.m(...)` and its receiver.
     pub fn method_call(&self, call: &Call<'a>) -> Option<(Node<'a>, &'a str)> {
-        if call.function.kind() != "attribute" {
+        if call.function.kind_str() != "attribute" {
             return None;
         }
         let recv = call.function.field("object")?;
@@ -78,7 +78,7 @@ impl<'a> SemanticModel<'a> {
                 .named_children(c)
                 .filter(|n| {
                     !matches!(
-                        n.kind(),
+                        n.kind_str(),
                         "keyword_argument" | "comment" | "list_splat" | "dictionary_splat"
                     )
                 })
@@ -93,7 +93,8 @@ impl<'a> SemanticModel<'a> {
         let args = call.field("arguments")?;
         let mut c = args.walk();
         let found = args.named_children(&mut c).find(|n| {
-            n.kind() == "keyword_argument" && n.field("name").map(|k| self.text(k)) == Some(name)
+            n.kind_str() == "keyword_argument"
+                && n.field("name").map(|k| self.text(k)) == Some(name)
         });
         found.and_then(|n| n.field("value"))
     }
@@ -113,7 +114,19 @@ impl<'a> SemanticModel<'a> {
 /// each call: the ids are looked up once per process.
 pub trait NodeExt<'t> {
     fn field(&self, name: &'static str) -> Option<Node<'t>>;
+    /// The node's kind, as `Node::kind` gives it, from a table indexed by kind id:
+    /// `Node::kind` asks the grammar for the name and checks it as UTF-8 on every call,
+    /// a few percent of the whole run since the model asks for kinds everywhere.
+    fn kind_str(&self) -> &'t str;
 }
+
+static KIND_NAMES: std::sync::LazyLock<Vec<&'static str>> = std::sync::LazyLock::new(|| {
+    let lang: &'static tree_sitter::Language =
+        Box::leak(Box::new(tree_sitter_python::LANGUAGE.into()));
+    (0..lang.node_kind_count() as u16)
+        .map(|id| lang.node_kind_for_id(id).unwrap_or(""))
+        .collect()
+});
 
 static FIELD_IDS: std::sync::LazyLock<FxHashMap<&'static str, u16>> =
     std::sync::LazyLock::new(|| {
@@ -131,11 +144,20 @@ impl<'t> NodeExt<'t> for Node<'t> {
         let id = *FIELD_IDS.get(name)?;
         self.child_by_field_id(id)
     }
+
+    #[inline]
+    fn kind_str(&self) -> &'t str {
+        match KIND_NAMES.get(self.kind_id() as usize) {
+            Some(&name) if !name.is_empty() => name,
+            // ERROR and other built-in symbols lie outside the table.
+            _ => self.kind(),
+        }
+    }
 }
 
 /// Steps through wrappers that don't change a value: parentheses.
 pub fn unwrap_parens(mut node: Node<'_>) -> Node<'_> {
-    while node.kind() == "parenthesized_expression" {
+    while node.kind_str() == "parenthesized_expression" {
         match node.named_child(0) {
             Some(inner) => node = inner,
             None => break,
@@ -156,14 +178,14 @@ impl SemanticModel<'_> {
                 break "...".to_owned();
             }
             let f = match n.field("function") {
-                Some(f) if n.kind() == "call" => f,
+                Some(f) if n.kind_str() == "call" => f,
                 _ => break self.text(n).to_owned(),
             };
             let args = match n.field("arguments") {
                 Some(a) if a.named_child_count() > 0 => "(...)",
                 _ => "()",
             };
-            match (f.kind(), f.field("object"), f.field("attribute")) {
+            match (f.kind_str(), f.field("object"), f.field("attribute")) {
                 ("attribute", Some(o), Some(a)) => {
                     links.push(format!(".{}{args}", self.text(a)));
                     n = unwrap_parens(o);
@@ -186,11 +208,11 @@ impl<'a> SemanticModel<'a> {
             return pieces;
         }
         let target = unwrap_parens(a.target);
-        if !matches!(target.kind(), "identifier" | "attribute") {
+        if !matches!(target.kind_str(), "identifier" | "attribute") {
             return pieces;
         }
         let v = unwrap_parens(a.value);
-        if v.kind() != "call" {
+        if v.kind_str() != "call" {
             return pieces;
         }
         let joins = v
@@ -208,7 +230,7 @@ impl<'a> SemanticModel<'a> {
             .then(|| self.positional_args(v).next())
             .flatten()
             .map(unwrap_parens)
-            .filter(|s| matches!(s.kind(), "tuple" | "list"))
+            .filter(|s| matches!(s.kind_str(), "tuple" | "list"))
         else {
             return pieces;
         };

@@ -106,7 +106,7 @@ impl<'a> SemanticModel<'a> {
             return false;
         }
         let e = unwrap_parens(expr);
-        match e.kind() {
+        match e.kind_str() {
             "integer" | "float" => true,
             "call" => {
                 let Some(f) = e.field("function") else {
@@ -114,7 +114,7 @@ impl<'a> SemanticModel<'a> {
                 };
                 let args = e.field("arguments");
                 let no_args = args.is_none_or(|a| a.named_child_count() == 0);
-                if f.kind() == "attribute" {
+                if f.kind_str() == "attribute" {
                     let m = f.field("attribute").map_or("", |a| self.text(a));
                     if matches!(
                         m,
@@ -182,7 +182,7 @@ impl<'a> SemanticModel<'a> {
         };
         b.value
             .map(unwrap_parens)
-            .is_some_and(|v| v.kind() == "call" && self.reduction_none(v))
+            .is_some_and(|v| v.kind_str() == "call" && self.reduction_none(v))
     }
 
     /// `x.backward()` with no argument in the same function: `x` is a scalar.
@@ -192,7 +192,7 @@ impl<'a> SemanticModel<'a> {
                 .iter()
                 .filter_map(|b| {
                     let c = &self.calls[b.call];
-                    let bare = c.function.kind() == "attribute"
+                    let bare = c.function.kind_str() == "attribute"
                         && c.arguments.is_some_and(|a| a.named_child_count() == 0);
                     bare.then(|| (self.function_of(c.site.scope), self.text(b.loss)))
                 })
@@ -207,13 +207,13 @@ impl<'a> SemanticModel<'a> {
     fn use_key(&self, target: Node<'_>, site: Site) -> Option<(Node<'a>, &'a str, &'a str)> {
         let target = unwrap_parens(target);
         let f = self.function_of(site.scope)?;
-        match target.kind() {
+        match target.kind_str() {
             "identifier" => Some((self.scope(f).node, "", self.text(target))),
             "attribute" => {
                 let obj = target.field("object")?;
                 let sc = self.scope(f);
                 let me: &'a str = sc.class.and(sc.params.first().copied())?;
-                if obj.kind() != "identifier" || self.text(obj) != me {
+                if obj.kind_str() != "identifier" || self.text(obj) != me {
                     return None;
                 }
                 let class = self.class_of(f)?;
@@ -244,13 +244,13 @@ impl<'a> SemanticModel<'a> {
                 m.complete = false;
                 break;
             }
-            match n.kind() {
+            match n.kind_str() {
                 "identifier" if is_name_read(n, parent) => {
                     m.names.entry(self.text(n)).or_default().push(n);
                 }
                 "attribute" => {
                     if let (Some(o), Some(a)) = (n.field("object"), n.field("attribute")) {
-                        if o.kind() == "identifier" {
+                        if o.kind_str() == "identifier" {
                             m.attrs
                                 .entry((self.text(o), self.text(a)))
                                 .or_default()
@@ -276,7 +276,7 @@ impl<'a> SemanticModel<'a> {
     /// target, or the target of `n += ...` (an update, read only by itself).
     fn is_write(&self, n: Node<'_>) -> bool {
         let Some(p) = n.parent() else { return false };
-        match p.kind() {
+        match p.kind_str() {
             "assignment" | "augmented_assignment" => {
                 p.field("left").is_some_and(|l| l.id() == n.id())
             }
@@ -295,14 +295,14 @@ impl<'a> SemanticModel<'a> {
         let Some(mut p) = r.parent() else {
             return false;
         };
-        while p.kind() == "parenthesized_expression" {
+        while p.kind_str() == "parenthesized_expression" {
             child = p;
             match p.parent() {
                 Some(q) => p = q,
                 None => return false,
             }
         }
-        match p.kind() {
+        match p.kind_str() {
             // Comparisons give a bool; an f-string or `%` formats the number.
             "comparison_operator" | "interpolation" | "format_specifier" => true,
             "not_operator" | "boolean_operator" => true,
@@ -317,7 +317,7 @@ impl<'a> SemanticModel<'a> {
                 }
                 // `total = total + x` rebinds the total itself; `avg = total / n` or
                 // `epoch_total += total` hands the value on: not followed.
-                p.kind() == "assignment" && self.text(left) == name
+                p.kind_str() == "assignment" && self.text(left) == name
             }
             "argument_list" => {
                 let Some(call) = p.parent() else { return false };
@@ -333,7 +333,7 @@ impl<'a> SemanticModel<'a> {
             "pair" => {
                 let Some(dict) = p.parent() else { return false };
                 p.field("value").is_some_and(|v| v.id() == child.id())
-                    && dict.kind() == "dictionary"
+                    && dict.kind_str() == "dictionary"
                     && self.numeric_use(dict, name, depth + 1)
             }
             // `if total:` / `while total > 0`
@@ -348,13 +348,13 @@ impl<'a> SemanticModel<'a> {
     /// convert or print it, `math.*`, and the scalar loggers; `max`/`min`/`abs`/`round`
     /// give a number whose own use is followed.
     fn numeric_call_use(&self, call: Node<'_>, name: &str, depth: u32) -> bool {
-        if call.kind() != "call" {
+        if call.kind_str() != "call" {
             return false;
         }
         let Some(f) = call.field("function") else {
             return false;
         };
-        if f.kind() == "identifier" {
+        if f.kind_str() == "identifier" {
             return match self.text(f) {
                 "print" | "float" | "int" | "str" | "bool" | "format" | "repr" => true,
                 "max" | "min" | "abs" | "round" => self.numeric_use(call, name, depth + 1),
@@ -366,7 +366,7 @@ impl<'a> SemanticModel<'a> {
                 return true;
             }
         }
-        f.kind() == "attribute"
+        f.kind_str() == "attribute"
             && f.field("attribute")
                 .is_some_and(|a| names::is_scalar_logger_method(self.text(a)))
     }
@@ -374,8 +374,8 @@ impl<'a> SemanticModel<'a> {
     /// `c.append(x)`, `c.clear()`: the container's own upkeep, not a read of its values.
     fn is_upkeep(&self, r: Node<'_>) -> bool {
         r.parent().is_some_and(|p| {
-            p.kind() == "attribute"
-                && p.parent().is_some_and(|c| c.kind() == "call")
+            p.kind_str() == "attribute"
+                && p.parent().is_some_and(|c| c.kind_str() == "call")
                 && p.field("attribute").is_some_and(|a| {
                     let m = self.text(a);
                     names::GROWTH_METHODS.contains(&m) || m == "clear"
@@ -386,11 +386,11 @@ impl<'a> SemanticModel<'a> {
     /// Whether a read of a container only reduces it to numbers.
     fn reduced_use(&self, r: Node<'_>) -> bool {
         let Some(p) = r.parent() else { return false };
-        match p.kind() {
+        match p.kind_str() {
             // `losses.append(x)`, `losses.clear()`: the container's own upkeep.
             "attribute" => {
                 let m = p.field("attribute").map_or("", |a| self.text(a));
-                let called = p.parent().is_some_and(|c| c.kind() == "call");
+                let called = p.parent().is_some_and(|c| c.kind_str() == "call");
                 called && (names::GROWTH_METHODS.contains(&m) || m == "clear")
             }
             "argument_list" => {
@@ -398,7 +398,7 @@ impl<'a> SemanticModel<'a> {
                 let Some(f) = call.field("function") else {
                     return false;
                 };
-                let reducing = match f.kind() {
+                let reducing = match f.kind_str() {
                     "identifier" => matches!(self.text(f), "sum" | "len" | "max" | "min" | "print"),
                     _ => self.qualified(f).is_some_and(|q| {
                         matches!(q.first(), Some("numpy" | "statistics" | "np"))
@@ -426,7 +426,7 @@ impl<'a> SemanticModel<'a> {
                 let Some(args) = generator.parent() else {
                     return false;
                 };
-                let call = if args.kind() == "call" {
+                let call = if args.kind_str() == "call" {
                     Some(args)
                 } else {
                     args.parent()
@@ -507,8 +507,10 @@ impl<'a> SemanticModel<'a> {
         by_function.get(&Some(f)).is_some_and(|ids| {
             ids.iter().any(|&i| {
                 let a = &self.assignments[i];
-                matches!(unwrap_parens(a.target).kind(), "attribute" | "subscript")
-                    && matches!(self.value(a.value, a.site), Value::Graph(_))
+                matches!(
+                    unwrap_parens(a.target).kind_str(),
+                    "attribute" | "subscript"
+                ) && matches!(self.value(a.value, a.site), Value::Graph(_))
             })
         })
     }
@@ -530,7 +532,7 @@ pub(super) struct Mentions<'a> {
 fn is_name_read(n: Node<'_>, parent: Option<Node<'_>>) -> bool {
     let Some(p) = parent else { return true };
     let is = |field: &'static str| p.field(field).is_some_and(|f| f.id() == n.id());
-    match p.kind() {
+    match p.kind_str() {
         "attribute" => !is("attribute"),
         "keyword_argument" => !is("name"),
         "function_definition" | "class_definition" => false,
@@ -554,11 +556,11 @@ fn contains_kind(node: Node<'_>, kind: &str, limit: usize) -> bool {
         if seen > limit {
             return true;
         }
-        if n.kind() == kind {
+        if n.kind_str() == kind {
             return true;
         }
         // A nested function's yields are its own.
-        if n.id() != node.id() && matches!(n.kind(), "function_definition" | "lambda") {
+        if n.id() != node.id() && matches!(n.kind_str(), "function_definition" | "lambda") {
             continue;
         }
         let mut c = n.walk();
