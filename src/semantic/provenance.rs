@@ -778,9 +778,14 @@ impl<'a> SemanticModel<'a> {
                             .resolve(func, site, func.start_byte())
                             .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
                 }
-                "attribute" => func
-                    .field("attribute")
-                    .is_some_and(|a| p.detached_method(self.text(a))),
+                // An attribute this file binds (`self.value = nn.Linear(...)`) is that
+                // object, not a project method that happens to share its name.
+                "attribute" => {
+                    self.resolve(func, site, func.start_byte()).is_none()
+                        && func
+                            .field("attribute")
+                            .is_some_and(|a| p.detached_method(self.text(a)))
+                }
                 _ => false,
             };
             if detached {
