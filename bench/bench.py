@@ -933,6 +933,12 @@ def main(argv=None) -> int:
     if pypi_dirs:
         corpora.append(("pypi", pypi_dirs, ", ".join(w.split("-")[0] + " " + w.split("-")[1] for w in wheels)))
         corpora.append(("both", [GEN_DIR, *pypi_dirs], "generated + pypi"))
+    # Each corpus folder is a project of its own: under target/bench its project root
+    # would be the oomlint checkout, and every run would also model the repository's
+    # fixtures (about a third more CPU on the generated corpus). ruff ignores an empty
+    # pyproject.toml.
+    for d in [GEN_DIR, *pypi_dirs]:
+        (d / "pyproject.toml").touch()
     ctx["corpora"] = []
     for name, paths, content in corpora:
         step(f"corpus {name}")
