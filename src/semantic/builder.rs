@@ -69,6 +69,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         backward_receivers: FxHashSet::default(),
         comments: Vec::new(),
         import_nodes: Vec::new(),
+        cuda_string: false,
         first_syntax_error: None,
         names: FxHashMap::default(),
         assigns: FxHashMap::default(),
@@ -248,6 +249,7 @@ impl<'a> Builder<'a> {
                 self.enter_import(node)
             }
             "comment" => self.m.comments.push(node),
+            "string" if !self.m.cuda_string => self.m.cuda_string = self.m.is_cuda_string(node),
             "global_statement" | "nonlocal_statement" => {
                 let mut c = node.walk();
                 for n in node.named_children(&mut c) {

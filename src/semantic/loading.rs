@@ -326,33 +326,33 @@ impl<'a> SemanticModel<'a> {
     /// Whether the file names a CUDA device in a string of its code (docstrings left
     /// out): `device = "cuda"`, a parameter default, `device.startswith("cuda")`. The
     /// calls that [`Self::uses_cuda`] reads are not the only way a script picks the GPU.
+    /// The builder looks at every string on its one walk ([`Self::is_cuda_string`]).
     pub fn names_cuda(&self) -> bool {
-        if !self.source.contains("cuda") {
+        self.cuda_string
+    }
+
+    /// Whether the string node `n` names a CUDA device: its body starts with `cuda`,
+    /// it is no docstring, and it is not nested in another string (an f-string's
+    /// interpolation).
+    pub(super) fn is_cuda_string(&self, n: Node<'a>) -> bool {
+        let body = self
+            .text(n)
+            .trim_start_matches(['r', 'b', 'u', 'f', 'R', 'B', 'U', 'F'])
+            .trim_start_matches(['"', '\'']);
+        if !body.starts_with("cuda") {
             return false;
         }
-        let mut stack = vec![self.root];
-        while let Some(n) = stack.pop() {
-            match n.kind_str() {
-                "string" => {
-                    let doc = n
-                        .parent()
-                        .is_some_and(|p| p.kind_str() == "expression_statement");
-                    let body = self
-                        .text(n)
-                        .trim_start_matches(['r', 'b', 'u', 'f', 'R', 'B', 'U', 'F'])
-                        .trim_start_matches(['"', '\'']);
-                    if !doc && body.starts_with("cuda") {
-                        return true;
-                    }
-                    continue;
-                }
-                "comment" => continue,
-                _ => {}
-            }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
+        let mut p = n.parent();
+        if p.is_some_and(|p| p.kind_str() == "expression_statement") {
+            return false;
         }
-        false
+        while let Some(a) = p {
+            if a.kind_str() == "string" {
+                return false;
+            }
+            p = a.parent();
+        }
+        true
     }
 
     /// Whether the file runs on CUDA devices, by its calls ([`Self::uses_cuda`]) or

@@ -260,6 +260,9 @@ pub struct SemanticModel<'a> {
     /// Every import statement the builder entered, in source order, so the project
     /// summary reads them without walking the tree a second time.
     pub import_nodes: Vec<Node<'a>>,
+    /// Whether a string of the code (no docstring, not inside another string) names a
+    /// CUDA device: found by the builder's walk ([`Self::is_cuda_string`]).
+    pub cuda_string: bool,
     /// The first syntax error (an ERROR or MISSING node), as a byte offset.
     pub first_syntax_error: Option<usize>,
     names: FxHashMap<NameKey<'a>, Vec<BindingId>>,
