@@ -688,10 +688,12 @@ impl<'c> Server<'c> {
     }
 
     fn project_of(&mut self, path: &Path) -> Option<Arc<Projects>> {
-        let root = project_root(path).or_else(|| {
-            let dir = path.parent()?;
-            std::fs::canonicalize(dir).ok()
-        })?;
+        // Without a project marker above it, a document's project is its own folder,
+        // not the folder's subfolders (as on the command line).
+        let (root, shallow) = match project_root(path) {
+            Some(root) => (root, false),
+            None => (std::fs::canonicalize(path.parent()?).ok()?, true),
+        };
         if let Some(p) = self.projects.get(&root) {
             return Some(p.clone());
         }
@@ -700,10 +702,14 @@ impl<'c> Server<'c> {
             threads: 2,
             ..Default::default()
         };
-        let (files, _) = crate::walk::collect(std::slice::from_ref(&root), &opts);
+        let files = if shallow {
+            crate::walk::files_beside(&root, &opts)
+        } else {
+            let (files, _) = crate::walk::collect(std::slice::from_ref(&root), &opts);
+            files.into_iter().map(|f| f.path).collect()
+        };
         let py: Vec<PathBuf> = files
             .into_iter()
-            .map(|f| f.path)
             .filter(|p| p.extension().is_some_and(|e| e == "py"))
             .collect();
         let projects = if py.len() > MAX_INDEXED_FILES {

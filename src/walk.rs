@@ -238,3 +238,18 @@ fn walk_error(err: &ignore::Error) -> FileError {
         }
     }
 }
+
+/// The files directly in `dir`, not in its subfolders, that a walk of it would not skip
+/// as hidden or excluded: the project of a file with no project marker above it.
+pub fn files_beside(dir: &Path, opts: &WalkOptions) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| opts.excluded.as_ref().is_none_or(|x| !(x.0)(p)))
+        .collect()
+}

@@ -284,3 +284,32 @@ fn a_single_file_gets_the_context_of_the_files_beside_it() {
         .expect("runs");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "");
 }
+
+#[test]
+fn a_single_file_outside_any_project_sees_its_folder_but_not_below() {
+    // With no `pyproject.toml`, `setup.py` or `.git` above it, a named file's project
+    // is its folder alone: such folders (`/tmp`, `~/Downloads`) hold unrelated trees.
+    let dir = tempfile::tempdir().expect("tempdir");
+    if oomlint::project::project_root(dir.path()).is_some() {
+        return; // the temporary folder lies inside a project on this machine
+    }
+    std::fs::write(dir.path().join("helpers.py"), HELPER).expect("write");
+    let quiet = "import torch\nfrom helpers import collect\n\nwith torch.no_grad():\n    collect(net, loader)\n";
+    let lint_helpers = || {
+        let out = Command::cargo_bin("oomlint")
+            .expect("binary")
+            .current_dir(dir.path())
+            .args(["--format", "concise", "--exit-zero", "--no-cache"])
+            .arg(dir.path().join("helpers.py"))
+            .output()
+            .expect("runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // The only caller sits in a subfolder: not part of the file's project.
+    std::fs::create_dir(dir.path().join("scripts")).expect("mkdir");
+    std::fs::write(dir.path().join("scripts/train.py"), quiet).expect("write");
+    assert!(lint_helpers().contains("helpers.py:7:9: OOM201"));
+    // A caller beside it counts.
+    std::fs::write(dir.path().join("train.py"), quiet).expect("write");
+    assert_eq!(lint_helpers(), "");
+}

@@ -551,7 +551,10 @@ fn lint_paths(
 /// The index of each project that the named `paths` belong to: the project root is the
 /// closest folder with `pyproject.toml`, `setup.py` or `.git` (else the named folder, or
 /// the folder of a named file), and every Python file under it is summarized, so that a
-/// single file named on the command line still sees the files beside it.
+/// single file named on the command line still sees the files beside it. A named file
+/// with no project marker above it sees only the files in its own folder: its folder
+/// is often `/tmp`, `~/Downloads` or a home folder, whose whole tree is not a project
+/// (linting `/tmp/x.py` walked 9,000 unrelated files under `/tmp` for a minute).
 fn project_index(
     paths: &[PathBuf],
     files: &[FileEntry],
@@ -570,34 +573,44 @@ fn project_index(
         Some((walked.to_path_buf(), linter.lint_in_index(walked, seen)?))
     };
     let mut linted = HashMap::new();
-    let mut roots: Vec<PathBuf> = paths
+    // Each root, and whether it is only a named file's folder without its subfolders.
+    let mut roots: Vec<(PathBuf, bool)> = paths
         .iter()
         .filter_map(|p| {
-            project_root(p).or_else(|| {
-                let dir = if p.is_dir() { p.as_path() } else { p.parent()? };
-                let dir = if dir.as_os_str().is_empty() {
-                    Path::new(".")
-                } else {
-                    dir
-                };
-                std::fs::canonicalize(dir).ok()
-            })
+            if let Some(root) = project_root(p) {
+                return Some((root, false));
+            }
+            let is_dir = p.is_dir();
+            let dir = if is_dir { p.as_path() } else { p.parent()? };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
+            Some((std::fs::canonicalize(dir).ok()?, !is_dir))
         })
         .collect();
+    // A folder named both ways is walked whole (`false` sorts first).
     roots.sort();
-    roots.dedup();
-    // A root inside another root is the same project.
-    let all = roots.clone();
-    roots.retain(|r| !all.iter().any(|o| o != r && r.starts_with(o)));
+    roots.dedup_by(|later, first| later.0 == first.0);
+    // A root inside another walked root is the same project.
+    let deep: Vec<PathBuf> = roots
+        .iter()
+        .filter(|(_, shallow)| !shallow)
+        .map(|(r, _)| r.clone())
+        .collect();
+    roots.retain(|(r, _)| !deep.iter().any(|o| o != r && r.starts_with(o)));
     let store: &dyn SummaryStore = match linter.cache() {
         Some(c) => c,
         None => &NoStore,
     };
     let mut out = Projects::default();
-    for root in roots {
+    for (root, shallow) in roots {
         let walked = paths.len() == 1
             && std::fs::canonicalize(&paths[0]).ok().as_deref() == Some(root.as_path());
-        let py: Vec<PathBuf> = if walked {
+        let py: Vec<PathBuf> = if shallow {
+            walk::files_beside(&root, opts)
+        } else if walked {
             files.iter().map(|f| f.path.clone()).collect()
         } else {
             walk::collect(std::slice::from_ref(&root), opts)
@@ -613,7 +626,13 @@ fn project_index(
             .chain(files.iter().map(|f| f.path.clone()))
             .filter(|p| p.extension().is_some_and(|e| e == "py" || e == "ipynb"))
             .filter_map(|p| std::fs::canonicalize(p).ok())
-            .filter(|p| p.starts_with(&root))
+            .filter(|p| {
+                if shallow {
+                    p.parent() == Some(root.as_path())
+                } else {
+                    p.starts_with(&root)
+                }
+            })
             .collect();
         py.sort();
         py.dedup();
