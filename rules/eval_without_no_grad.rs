@@ -286,7 +286,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                         model.loop_within(c.site.loop_, l) && output_only_detached(model, i, l)
                     }
                     Region::AfterTraining(start, within) => {
-                        c.site.loop_ == within
+                        // At the training loop's level or in a loop after it (a
+                        // sampling loop after training), which starts past `start`.
+                        within.is_none_or(|w| model.loop_within(c.site.loop_, w))
                             && c.node.start_byte() >= start
                             && !fx.only_by_method(i)
                             && within
@@ -325,6 +327,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && !model.callee(i).is_some_and(|g| named_fns.contains(&g))
                     && fx.is_forward(i)
                     && !wants_grad_here(model, &exempting, i)
+                    && !model.frozen_at(i)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
             }).collect();
             // Reported at a definite forward when there is one, not at a method of the
@@ -647,22 +650,8 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     {
         return true;
     }
-    // Computed on into an expression read detached: `loss(net(x), y).item()`.
-    let mut x = top;
-    for _ in 0..8 {
-        let Some(p) = x.parent() else { break };
-        x = match p.kind_str() {
-            "argument_list" => match p.parent() {
-                Some(call) => call,
-                None => break,
-            },
-            "binary_operator" | "unary_operator" | "parenthesized_expression" => p,
-            _ => break,
-        };
-        let t = read_chain(x);
-        if t.id() != x.id() && chain_detached(model, x, t, c.site) == Some(true) {
-            return true;
-        }
+    if computed_into_detached_read(model, top, c.site) {
+        return true;
     }
     // Bound to names, directly or through tensor operations (`_, pred = torch.max(net(x), 1)`).
     let Some(p) = top
@@ -673,6 +662,31 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
         return false;
     };
     bound_only_read_detached(model, p, body, c.site, 0)
+}
+
+/// Whether `x` is computed on, through calls and operators, into an expression read
+/// detached: `loss(net(x), y).item()`, `torch.multinomial(probs, 1).item()`.
+fn computed_into_detached_read<'a>(model: &SemanticModel<'a>, mut x: Node<'a>, site: Site) -> bool {
+    for _ in 0..8 {
+        let Some(p) = x.parent() else { break };
+        x = match p.kind_str() {
+            "argument_list" => match p.parent() {
+                Some(call) => call,
+                None => break,
+            },
+            "keyword_argument" => match p.parent().and_then(|a| a.parent()) {
+                Some(call) => call,
+                None => break,
+            },
+            "binary_operator" | "unary_operator" | "parenthesized_expression" => p,
+            _ => break,
+        };
+        let t = read_chain(x);
+        if t.id() != x.id() && chain_detached(model, x, t, site) == Some(true) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Where the first loop that trains (asks for gradients in its body) ends, in each
@@ -823,6 +837,8 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
             match detached {
                 Some(true) => reads += 1,
                 None => {}
+                // Computed on into a detached read: `torch.multinomial(probs, 1).item()`.
+                Some(false) if computed_into_detached_read(model, chain, site) => reads += 1,
                 // Computed into another name: what becomes of that one.
                 Some(false) => match flows_into_assignment(n) {
                     Some(q) if depth < 8 && bound_only_read_detached(model, q, body, site, depth + 1) => {

@@ -257,6 +257,100 @@ impl<'a> SemanticModel<'a> {
         freezes
     }
 
+    /// Whether the module that call `i` runs (`net(x)`, `self.critic(x)`) has every
+    /// parameter switched off there by the code before it in the same function: the
+    /// last switch of that module before the call, in a block that holds the call, is
+    /// `for p in net.parameters(): p.requires_grad = False` or
+    /// `net.requires_grad_(False)`. Its forward then records no graph on inputs that ask
+    /// for none (a validation pass that freezes the network first, a critic scored on
+    /// held-out data between generator steps). A switch in a branch, or a later one
+    /// turning them back on, leaves the call as it was.
+    pub fn frozen_at(&self, i: CallId) -> bool {
+        let c = &self.calls[i];
+        let func = unwrap_parens(c.function);
+        if !matches!(func.kind_str(), "identifier" | "attribute") {
+            return false;
+        }
+        let module = self.text(func);
+        let f = self.function_of(c.site.scope);
+        let at = c.node.start_byte();
+        // The latest switch before the call: (where, turns off, its statement).
+        let mut last: Option<(usize, bool, Node<'a>)> = None;
+        let mut note = |byte: usize, off: bool, stmt: Node<'a>| {
+            if byte < at && last.is_none_or(|(b, _, _)| b < byte) {
+                last = Some((byte, off, stmt));
+            }
+        };
+        let parameters_of_module = |it: Node<'a>| {
+            let it = unwrap_parens(it);
+            it.kind_str() == "call"
+                && it.field("function").is_some_and(|g| {
+                    g.field("attribute")
+                        .is_some_and(|m| self.text(m) == "parameters")
+                        && g.field("object").is_some_and(|o| self.text(o) == module)
+                })
+        };
+        for &a in self.grad_attribute_assignments() {
+            let asg = &self.assignments[a];
+            let t = unwrap_parens(asg.target);
+            if t.field("attribute")
+                .is_none_or(|x| self.text(x) != "requires_grad")
+                || self.function_of(asg.site.scope) != f
+            {
+                continue;
+            }
+            let Some(l) = asg.site.loop_ else { continue };
+            let lp = self.loop_(l);
+            let each = lp.node.field("left").map(|v| self.text(v));
+            if lp.iter.is_some_and(parameters_of_module)
+                && each.is_some()
+                && each == t.field("object").map(|o| self.text(o))
+            {
+                note(
+                    lp.node.start_byte(),
+                    self.text(asg.value) == "False",
+                    lp.node,
+                );
+            }
+        }
+        for (_, k) in self.calls.iter_enumerated() {
+            if self.function_of(k.site.scope) != f {
+                continue;
+            }
+            if let Some((recv, "requires_grad_")) = self.method_call(k) {
+                if self.text(recv) == module {
+                    let off = self
+                        .positional_args(k.node)
+                        .next()
+                        .or_else(|| self.keyword_arg(k.node, "requires_grad"))
+                        .is_some_and(|a| self.text(a) == "False");
+                    note(k.node.start_byte(), off, k.node.parent().unwrap_or(k.node));
+                }
+            }
+        }
+        let Some((_, true, mut stmt)) = last else {
+            return false;
+        };
+        // The switch runs before the call on every path: its block holds the call, or
+        // it ends a loop's body that the call follows (the last iteration's switch is
+        // the one in force after the loop).
+        for _ in 0..32 {
+            let Some(block) = stmt.parent() else { break };
+            if block.start_byte() <= at && c.node.end_byte() <= block.end_byte() {
+                return true;
+            }
+            let Some(lp) = block
+                .parent()
+                .filter(|p| matches!(p.kind_str(), "for_statement" | "while_statement"))
+                .filter(|p| p.field("body").is_some_and(|b| b.id() == block.id()))
+            else {
+                break;
+            };
+            stmt = lp;
+        }
+        false
+    }
+
     /// Whether `expr` is a module that froze itself when built: an instance of a class
     /// of this file or of the project that [`Self::freezes_itself`], also through a
     /// same-file factory returning one, a wrapper (`nn.DataParallel(m)`), a move or
