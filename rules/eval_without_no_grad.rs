@@ -793,7 +793,7 @@ fn flows_into_assignment<'a>(n: Node<'a>) -> Option<Node<'a>> {
 /// Whether every later read, in `body`, of the names that assignment `p` binds is
 /// detached, following the values computed from them into other names (through
 /// tensor operations and further forwards) up to a few steps, with at least one
-/// detached read at the end.
+/// detached read of the first names.
 fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, site: Site, depth: u32) -> bool {
     let Some(bound) = bound_names(model, p) else {
         return false;
@@ -849,7 +849,28 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
             }
         }
     }
-    reads > 0
+    // A value computed on into a name that nothing reads afterwards (`input = output`
+    // at the end of a decoding step, read again by the next step's forward) keeps no
+    // graph beyond the step; the value it came from must still be read detached.
+    reads > 0 || depth > 0 && !read_after_region(model, p, body, &bound)
+}
+
+/// Whether one of `bound` (bound by `p`) is read after `body` in the function or module
+/// that holds it: a value the region leaves to code after it (`output` reshaped in a
+/// branch, its loss taken after the branch).
+fn read_after_region<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, bound: &[&'a str]) -> bool {
+    let mut scope = p;
+    while let Some(up) = scope.parent() {
+        scope = up;
+        if matches!(scope.kind_str(), "function_definition" | "lambda") {
+            break;
+        }
+    }
+    let from = body.end_byte();
+    let to = scope.end_byte().max(from);
+    bound
+        .iter()
+        .any(|&name| model.identifiers_in(name, from..to).iter().any(|&n| !is_assignment_target(n)))
 }
 
 /// Where each of `bound` is rebound after assignment `p` by an assignment in the same

@@ -130,6 +130,10 @@ pub struct FileSummary {
     /// Trains a model ([`SemanticModel::trains`]).
     #[serde(default)]
     pub trains: bool,
+    /// Method names called on a receiver other than `self` or an imported module
+    /// (`waveglow.infer(mel)`), and whether every such call runs under `no_grad`.
+    #[serde(default)]
+    pub method_calls: BTreeMap<String, bool>,
 }
 
 /// What one file needs from the rest of the project.
@@ -831,6 +835,22 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             }
         }
     }
+    for call in &model.calls {
+        let Some((recv, m)) = model.method_call(call) else {
+            continue;
+        };
+        let r = model.text(recv);
+        if m.starts_with("__") || matches!(r, "self" | "cls") || imported.contains_key(r) {
+            continue;
+        }
+        let quiet = model.grad_mode(call.site) == GradMode::Disabled;
+        match s.method_calls.get_mut(m) {
+            Some(q) => *q &= quiet,
+            None => {
+                s.method_calls.insert(m.to_owned(), quiet);
+            }
+        }
+    }
     s.calls.sort_by(|a, b| {
         (&a.local, &a.attr, a.result, a.no_grad).cmp(&(&b.local, &b.attr, b.result, b.no_grad))
     });
@@ -1213,6 +1233,32 @@ impl ProjectIndex {
                 };
                 let e = callers.entry(target).or_insert(true);
                 *e &= call.no_grad;
+            }
+        }
+        // A method whose receiver no summary resolves (`waveglow.infer(mel)` on a model
+        // loaded from a checkpoint) is called wherever a call of its name is, when one
+        // class name alone defines it in the project (copies of a file included): when
+        // every such call runs under no_grad, so do its forwards. Two classes defining
+        // it (`DDPM.sample`, `DDIM.sample`) leave the calls to either.
+        let mut method_modes: BTreeMap<&str, bool> = BTreeMap::new();
+        for s in files.values() {
+            for (m, &quiet) in &s.method_calls {
+                *method_modes.entry(m.as_str()).or_insert(true) &= quiet;
+            }
+        }
+        let mut definers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for s in files.values() {
+            for g in s.functions.iter().filter(|g| g.method) {
+                let m = g.name.rsplit('.').next().unwrap_or(&g.name);
+                definers.entry(m).or_default().insert(g.name.as_str());
+            }
+        }
+        for (p, s) in &files {
+            for g in s.functions.iter().filter(|g| g.method) {
+                let m = g.name.rsplit('.').next().unwrap_or(&g.name);
+                if method_modes.get(m) == Some(&true) && definers[m].len() == 1 {
+                    callers.entry((p.clone(), g.name.clone())).or_insert(true);
+                }
             }
         }
         // Method names whose every definition returns a detached value.
