@@ -294,7 +294,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                             && within
                                 .map(|p| model.loop_(p).body)
                                 .or(scope_body)
-                                .is_some_and(|b| output_only_detached_in(model, i, b))
+                                .is_some_and(|b| output_only_detached_after_training(model, i, b))
                     }
                     Region::Branch(l, b) => {
                         c.site.loop_ == Some(l)
@@ -624,6 +624,18 @@ fn output_only_detached(model: &SemanticModel<'_>, call: CallId, l: LoopId) -> b
 /// Whether a forward's outputs are only read detached in `body`, the block it stands in
 /// (a loop body, or the rest of its function or module).
 fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>) -> bool {
+    only_detached(model, call, body, false)
+}
+
+/// [`output_only_detached_in`] for code after a training loop, where a value computed
+/// on into a name nothing reads later (an autoregressive step's output fed back as the
+/// next input) also keeps no graph. Inside a model's own methods the same shape is part
+/// of a forward (a residual quantizer's loop), so it is not taken there.
+fn output_only_detached_after_training<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>) -> bool {
+    only_detached(model, call, body, true)
+}
+
+fn only_detached<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>, tail_ok: bool) -> bool {
     let c = &model.calls[call];
     let top = read_chain(c.node);
     if top.id() != c.node.id() {
@@ -661,7 +673,7 @@ fn output_only_detached_in<'a>(model: &SemanticModel<'a>, call: CallId, body: No
     else {
         return false;
     };
-    bound_only_read_detached(model, p, body, c.site, 0)
+    bound_only_read_detached(model, p, body, c.site, 0, tail_ok)
 }
 
 /// Whether `x` is computed on, through calls and operators, into an expression read
@@ -794,7 +806,14 @@ fn flows_into_assignment<'a>(n: Node<'a>) -> Option<Node<'a>> {
 /// detached, following the values computed from them into other names (through
 /// tensor operations and further forwards) up to a few steps, with at least one
 /// detached read of the first names.
-fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: Node<'a>, site: Site, depth: u32) -> bool {
+fn bound_only_read_detached<'a>(
+    model: &SemanticModel<'a>,
+    p: Node<'a>,
+    body: Node<'a>,
+    site: Site,
+    depth: u32,
+    tail_ok: bool,
+) -> bool {
     let Some(bound) = bound_names(model, p) else {
         return false;
     };
@@ -841,7 +860,7 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
                 Some(false) if computed_into_detached_read(model, chain, site) => reads += 1,
                 // Computed into another name: what becomes of that one.
                 Some(false) => match flows_into_assignment(n) {
-                    Some(q) if depth < 8 && bound_only_read_detached(model, q, body, site, depth + 1) => {
+                    Some(q) if depth < 8 && bound_only_read_detached(model, q, body, site, depth + 1, tail_ok) => {
                         reads += 1;
                     }
                     _ => return false,
@@ -851,8 +870,9 @@ fn bound_only_read_detached<'a>(model: &SemanticModel<'a>, p: Node<'a>, body: No
     }
     // A value computed on into a name that nothing reads afterwards (`input = output`
     // at the end of a decoding step, read again by the next step's forward) keeps no
-    // graph beyond the step; the value it came from must still be read detached.
-    reads > 0 || depth > 0 && !read_after_region(model, p, body, &bound)
+    // graph beyond the step, where `tail_ok`; the value it came from must still be read
+    // detached.
+    reads > 0 || tail_ok && depth > 0 && !read_after_region(model, p, body, &bound)
 }
 
 /// Whether one of `bound` (bound by `p`) is read after `body` in the function or module
