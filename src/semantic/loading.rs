@@ -114,23 +114,40 @@ impl<'a> SemanticModel<'a> {
     /// (`X.from_pretrained(...).half()`) or through the name it was bound to in the same
     /// function, on every path, with no other dtype conversion of that name between.
     pub fn load_converted(&self, conv: &Conversion<'a>) -> Option<PretrainedLoad<'a>> {
-        let recv = unwrap_parens(conv.receiver);
+        let c = &self.calls[conv.call];
+        let recv = self.before_dtype_keeping_calls(unwrap_parens(conv.receiver));
         if let Some(l) = self.pretrained_load(recv) {
             return Some(l);
         }
-        let c = &self.calls[conv.call];
-        let b = self.binding_of(recv, c.site)?;
-        if b.kind != BindingKind::Assign || b.index.is_some() {
-            return None;
-        }
-        if self.function_of(b.site.scope) != self.function_of(c.site.scope) {
-            return None;
-        }
-        let value = b.value?;
-        let load = self.pretrained_load(value)?;
-        if !self.dominates(value, c.node.start_byte()) {
-            return None;
-        }
+        // Through the names it was bound to, each an assignment of the one before (or
+        // of a dtype-keeping call on it: `model = model.eval()`) that dominates the use.
+        let mut name = recv;
+        let mut at = c.node.start_byte();
+        let mut hops = 0;
+        let (value, load) = loop {
+            hops += 1;
+            if hops > 8 {
+                return None;
+            }
+            let b = self.binding_of(name, c.site)?;
+            if b.kind != BindingKind::Assign || b.index.is_some() {
+                return None;
+            }
+            if self.function_of(b.site.scope) != self.function_of(c.site.scope) {
+                return None;
+            }
+            let value = b.value?;
+            if !self.dominates(value, at) {
+                return None;
+            }
+            let inner = self.before_dtype_keeping_calls(unwrap_parens(value));
+            if let Some(load) = self.pretrained_load(inner) {
+                break (value, load);
+            }
+            name = inner;
+            at = value.start_byte();
+        };
+        let recv = unwrap_parens(conv.receiver);
         // Another dtype conversion of the same name in between: the state is not the load's.
         let name = self.text(recv);
         let between = value.end_byte()..c.node.start_byte();
@@ -142,6 +159,37 @@ impl<'a> SemanticModel<'a> {
                 })
         });
         (!converted_between).then_some(load)
+    }
+
+    /// `expr` without the calls on it that hand back the same module in the same dtype
+    /// (`.eval()`, `.train()`, `.cuda()`, `.cpu()`, `.requires_grad_()`, a `.to(...)`
+    /// that names a device and no dtype): what they are called on.
+    fn before_dtype_keeping_calls(&self, mut expr: Node<'a>) -> Node<'a> {
+        for _ in 0..8 {
+            if expr.kind_str() != "call" {
+                break;
+            }
+            let Some(f) = expr
+                .field("function")
+                .filter(|f| f.kind_str() == "attribute")
+            else {
+                break;
+            };
+            let m = f.field("attribute").map_or("", |a| self.text(a));
+            let keeps = match m {
+                "eval" | "train" | "cuda" | "cpu" | "requires_grad_" => true,
+                "to" => self
+                    .call_index(expr)
+                    .and_then(|i| self.conversion(i))
+                    .is_some_and(|x| x.dtype.is_none()),
+                _ => false,
+            };
+            let Some(obj) = f.field("object").filter(|_| keeps) else {
+                break;
+            };
+            expr = unwrap_parens(obj);
+        }
+        expr
     }
 
     /// Whether `name` is a parameter of its function declared a string (`base_model:
