@@ -796,8 +796,7 @@ impl<'a> SemanticModel<'a> {
             "identifier" => {
                 let b = self.binding_of(v, site)?;
                 if b.kind == BindingKind::Parameter {
-                    let default = self.parameter_default(b.owner, b.name)?;
-                    return self.int_value(default, b.site, depth + 1);
+                    return self.parameter_int_value(b.owner, b.name, b.site, depth + 1);
                 }
                 if b.kind != BindingKind::Assign || b.index.is_some() {
                     return None;
@@ -829,6 +828,57 @@ impl<'a> SemanticModel<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The value parameter `name` of function `f` runs with: the largest of what its
+    /// same-file callers pass (the calls of the class, for `__init__`: a dataset built
+    /// by a loader helper from a `MAX_LEN` constant of the notebook), its default where
+    /// a caller passes nothing, the default alone where nothing calls it.
+    fn parameter_int_value(&self, f: ScopeId, name: &str, at: Site, depth: u32) -> Option<i64> {
+        let sc = self.scope(f);
+        let default = self.parameter_default(f, name);
+        let pos = sc.params.iter().position(|p| *p == name)?;
+        let constructor = sc.class.filter(|_| sc.name == "__init__");
+        let calls: Vec<CallId> = match constructor {
+            Some(class) => {
+                let cname = self.scope(class).name;
+                self.calls
+                    .iter_enumerated()
+                    .filter(|(_, c)| {
+                        c.function.kind_str() == "identifier"
+                            && self.text(c.function) == cname
+                            && self.classes.get(cname) == Some(&class)
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            }
+            None => self.callers[f].clone(),
+        };
+        if calls.is_empty() {
+            return self.int_value(default?, at, depth);
+        }
+        let mut best: Option<i64> = None;
+        for i in calls {
+            let c = &self.calls[i];
+            // The receiver fills the first parameter of a method called on an object or
+            // of a constructor.
+            let skip = usize::from(
+                sc.self_param().is_some()
+                    && (constructor.is_some() || c.function.kind_str() == "attribute"),
+            );
+            let arg = pos
+                .checked_sub(skip)
+                .and_then(|p| self.positional_args(c.node).nth(p))
+                .filter(|a| a.kind_str() != "list_splat" && a.kind_str() != "dictionary_splat")
+                .or_else(|| self.keyword_arg(c.node, name));
+            let v = match arg {
+                Some(a) => self.int_value(a, c.site, depth)?,
+                None if self.has_splat(c.node) => return None,
+                None => self.int_value(default?, at, depth)?,
+            };
+            best = Some(best.map_or(v, |b| b.max(v)));
+        }
+        best
     }
 
     /// Whether the function holding a call prepares training data: it is mapped over a
