@@ -441,6 +441,10 @@ impl<'a> SemanticModel<'a> {
                         .positional_args(o.node)
                         .nth(1)
                         .is_some_and(|a| self.text(a) == path)
+                    && self
+                        .positional_args(o.node)
+                        .next()
+                        .is_some_and(|saved| !self.saves_module_from_caller(saved, o.site))
             });
             // Saved by this very code from modules it never places on a device: CPU
             // tensors. A file that moves its modules to a device variable (`.to(device)`,
@@ -450,6 +454,43 @@ impl<'a> SemanticModel<'a> {
             }
         }
         self.project().is_some_and(|p| p.project_cuda())
+    }
+
+    /// Whether what `torch.save` writes (`model.state_dict()`, `self.net`) comes from a
+    /// module this code did not build: a parameter of the function (a training routine
+    /// handed the model that the script placed on its device) or an attribute of
+    /// `self`. Saving it proves nothing about where its tensors live.
+    fn saves_module_from_caller(&self, saved: Node<'a>, site: Site) -> bool {
+        let mut root = unwrap_parens(saved);
+        for _ in 0..16 {
+            root = match root.kind_str() {
+                "call" => match root.field("function") {
+                    Some(f) => f,
+                    None => break,
+                },
+                "attribute" => match root.field("object") {
+                    Some(o) => unwrap_parens(o),
+                    None => break,
+                },
+                "subscript" => match root.field("value") {
+                    Some(v) => unwrap_parens(v),
+                    None => break,
+                },
+                _ => break,
+            };
+        }
+        if root.kind_str() != "identifier" {
+            return false;
+        }
+        if self
+            .function_of(site.scope)
+            .and_then(|f| self.scope(f).self_param())
+            == Some(self.text(root))
+        {
+            return true;
+        }
+        self.binding_of(root, site)
+            .is_some_and(|b| b.kind == BindingKind::Parameter)
     }
 
     /// Whether the file moves something to a device held in a variable (`.to(device)`,
