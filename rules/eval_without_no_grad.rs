@@ -243,7 +243,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if named.is_none()
             && gate.is_none()
             && grad_calls.is_empty()
-            && f.is_some_and(|f| detached_only_function(model, &fx, f))
+            && match f {
+                Some(f) => detached_only_function(model, &fx, f),
+                None => detached_only_module(model, &fx, cx.file_name.ends_with(".ipynb")),
+            }
         {
             contexts.push(Region::DetachedOnly);
         }
@@ -272,6 +275,12 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         }
         let mut reported: Vec<(usize, usize)> = Vec::new();
         for ctx in contexts {
+            // A script's other regions (after `.eval()`, an evaluation loop) say where
+            // its evaluation is; the whole script is the region only when they found
+            // nothing.
+            if matches!(ctx, Region::DetachedOnly) && f.is_none() && !reported.is_empty() {
+                continue;
+            }
             let exempting = region_grad_calls(model, &grad_calls, ctx);
             let candidates: Vec<CallId> = calls.iter().copied().filter(|&i| {
                 let c = &model.calls[i];
@@ -378,10 +387,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 (Region::Branch(..), _) => {
                     "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
                 }
-                (Region::DetachedOnly, _) => {
-                    let name = f.map_or("", |f| model.scope(f).name);
-                    format!("`{name}`, which only reads the model's outputs detached,")
-                }
+                (Region::DetachedOnly, _) => match f {
+                    Some(f) => format!("`{}`, which only reads the model's outputs detached,", model.scope(f).name),
+                    None => "this script, which trains nothing and only reads the model's outputs detached,".to_owned(),
+                },
                 (Region::EvalDraw(..), _) => {
                     "code on a batch drawn from evaluation data".to_owned()
                 }
@@ -1214,6 +1223,11 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return false;
         }
         let c = &m.calls[call];
+        // Building a module (`nn.LSTM(3, 5)`) or handing one back (`net.to(device)`)
+        // runs nothing.
+        if m.value(c.node, c.site) == Value::Module {
+            return false;
+        }
         // A method the project's classes define running their forwards only under
         // `no_grad` (an agent's `select_action`): no graph, whatever the receiver is.
         if m
@@ -1332,7 +1346,7 @@ fn callee_root<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
 /// and is no part of a model's own forward: a plot of a decision boundary, a
 /// similarity map, an embedding export. Its callers may not use its results for a
 /// backward either.
-fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: ScopeId) -> bool {
+fn detached_only_function<'a>(model: &SemanticModel<'a>, fx: &Forwards<'_, 'a>, f: ScopeId) -> bool {
     let s = model.scope(f);
     if names::is_no_grad_hook(s.name)
         || names::FORWARD_METHODS.contains(&s.name)
@@ -1352,10 +1366,43 @@ fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: S
     }) {
         return false;
     }
+    let Some(body) = s.node.field("body") else {
+        return false;
+    };
+    forwards_only_read_detached(model, fx, Some(f), body)
+}
+
+/// [`detached_only_function`] for a script's module level: a file that trains nothing
+/// anywhere and loads trained weights (a demo or evaluation script that restores a
+/// model and runs it on an image), or a notebook that trains nothing (a course's
+/// demonstration cells), whose module-level forwards only feed detached reads. In a
+/// script without weights loaded, forwards at module level are a model file's shape
+/// check under `__main__` or a tutorial's demonstration of an API.
+fn detached_only_module<'a>(model: &SemanticModel<'a>, fx: &Forwards<'_, 'a>, notebook: bool) -> bool {
+    let loads_weights = model.calls.iter_enumerated().any(|(i, c)| {
+        model.torch_load(i).is_some()
+            || model
+                .method_call(c)
+                .is_some_and(|(_, m)| matches!(m, "load_state_dict" | "from_pretrained" | "load_from_checkpoint"))
+    });
+    (loads_weights || notebook)
+        && !model.trains()
+        && !function_wants_grad(model, None)
+        && forwards_only_read_detached(model, fx, None, model.root)
+}
+
+/// Whether the scope `f` (`None`: module level) trains nothing through another routine
+/// and runs at least one forward of its own with grad on, every one read only detached.
+fn forwards_only_read_detached<'a>(
+    model: &SemanticModel<'a>,
+    fx: &Forwards<'_, 'a>,
+    f: Option<ScopeId>,
+    body: Node<'a>,
+) -> bool {
     // Nor does it train through another routine (an agent's rollout acting with the
     // policy, then calling `agent.update()`): acting there is part of training.
     let wants = WantsGrad::new(model);
-    let trains = model.calls_of_function(Some(f)).into_iter().any(|i| {
+    let trains = model.calls_of_function(f).into_iter().any(|i| {
         let c = &model.calls[i];
         model.callee(i).is_some_and(|g| wants.function(g))
             || model.method_call(c).is_some_and(|(_, meth)| {
@@ -1366,15 +1413,12 @@ fn detached_only_function(model: &SemanticModel<'_>, fx: &Forwards<'_, '_>, f: S
     if trains {
         return false;
     }
-    let Some(body) = s.node.field("body") else {
-        return false;
-    };
     let mut any = false;
-    for i in model.calls_of_function(Some(f)) {
+    for i in model.calls_of_function(f) {
         let c = &model.calls[i];
         // Its own forwards: a helper's are the helper's to report, where the
         // helper's own facts (a frozen network it loads) are in view.
-        if model.function_of(c.site.scope) != Some(f)
+        if model.function_of(c.site.scope) != f
             || c.site.grad == GradMode::Disabled
             || model.callee(i).is_some()
             || fx.only_by_method(i)
