@@ -273,6 +273,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if contexts.is_empty() {
             continue;
         }
+        // A model file's check under `__main__` that runs an untrained model on random
+        // input to print a shape: nothing trained is evaluated (issue class 1).
+        let smoke_test = |i: CallId| {
+            !model.trains() && under_main_guard(model, model.calls[i].node) && !loads_weights(model)
+        };
         let mut reported: Vec<(usize, usize)> = Vec::new();
         for ctx in contexts {
             // A script's other regions (after `.eval()`, an evaluation loop) say where
@@ -337,6 +342,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && fx.is_forward(i)
                     && !wants_grad_here(model, &exempting, i)
                     && !model.frozen_at(i)
+                    && !smoke_test(i)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
             }).collect();
             // Reported at a definite forward when there is one, not at a method of the
@@ -1379,16 +1385,40 @@ fn detached_only_function<'a>(model: &SemanticModel<'a>, fx: &Forwards<'_, 'a>, 
 /// script without weights loaded, forwards at module level are a model file's shape
 /// check under `__main__` or a tutorial's demonstration of an API.
 fn detached_only_module<'a>(model: &SemanticModel<'a>, fx: &Forwards<'_, 'a>, notebook: bool) -> bool {
-    let loads_weights = model.calls.iter_enumerated().any(|(i, c)| {
+    (loads_weights(model) || notebook)
+        && !model.trains()
+        && !function_wants_grad(model, None)
+        && forwards_only_read_detached(model, fx, None, model.root)
+}
+
+/// Whether the file restores trained weights: `torch.load`, `load_state_dict`,
+/// `from_pretrained`, Lightning's `load_from_checkpoint`.
+fn loads_weights(model: &SemanticModel<'_>) -> bool {
+    model.calls.iter_enumerated().any(|(i, c)| {
         model.torch_load(i).is_some()
             || model
                 .method_call(c)
                 .is_some_and(|(_, m)| matches!(m, "load_state_dict" | "from_pretrained" | "load_from_checkpoint"))
-    });
-    (loads_weights || notebook)
-        && !model.trains()
-        && !function_wants_grad(model, None)
-        && forwards_only_read_detached(model, fx, None, model.root)
+    })
+}
+
+/// Whether `node` runs only when the file is executed as a script: inside a
+/// module-level `if __name__ == "__main__":`.
+fn under_main_guard(model: &SemanticModel<'_>, node: Node<'_>) -> bool {
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        if p.kind_str() == "if_statement"
+            && p.parent().is_some_and(|m| m.kind_str() == "module")
+            && p.field("condition").is_some_and(|c| {
+                let t = model.text(c);
+                t.contains("__name__") && t.contains("__main__")
+            })
+        {
+            return true;
+        }
+        n = p;
+    }
+    false
 }
 
 /// Whether the scope `f` (`None`: module level) trains nothing through another routine

@@ -301,7 +301,10 @@ impl<'a> Builder<'a> {
         );
         let grad = decorators
             .iter()
-            .filter_map(|d| self.grad_effect(*d))
+            .filter_map(|d| {
+                self.grad_effect(*d)
+                    .or_else(|| self.wrapping_grad_effect(*d))
+            })
             .last()
             .or_else(|| {
                 (class.is_some() && names::is_no_grad_hook(name)).then_some(GradMode::Disabled)
@@ -475,6 +478,77 @@ impl<'a> Builder<'a> {
                 kind: FrameKind::Grad(g),
             });
         }
+    }
+
+    /// The grad mode a decorator of this file establishes by wrapping: a function
+    /// defined above (`def nograd(f): def wrapper(*a, **k): with torch.no_grad(): return
+    /// f(*a, **k); return wrapper`) whose body calls its first parameter only inside a
+    /// block of one of torch's grad modes.
+    fn wrapping_grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
+        if expr.kind_str() != "identifier" {
+            return None;
+        }
+        let name = self.text(expr);
+        let mut scope = Some(self.scope);
+        let def = loop {
+            let s = scope?;
+            if let Some(&f) = self.m.functions.get(&(s, name)) {
+                break f;
+            }
+            scope = self.m.scope(s).parent;
+        };
+        // Only a function already walked (defined above the decorated one).
+        let node = self.m.scopes.get(def)?.node;
+        let wrapped = *self.m.scopes.get(def)?.params.first()?;
+        let mut mode = None;
+        let mut stack = vec![node.field("body")?];
+        let mut budget = 4096;
+        while let Some(n) = stack.pop() {
+            budget -= 1;
+            if budget == 0 {
+                return None;
+            }
+            if n.kind_str() == "call"
+                && n.field("function").is_some_and(|f| self.text(f) == wrapped)
+            {
+                // Called outside any grad-mode block: the wrapper changes nothing.
+                return None;
+            }
+            if n.kind_str() == "with_statement" {
+                let g = n
+                    .named_child(0)
+                    .and_then(|clause| clause.named_child(0))
+                    .and_then(|item| item.named_child(0))
+                    .and_then(|e| self.grad_effect(e));
+                if let Some(g) = g {
+                    if let Some(body) = n.field("body") {
+                        if self.calls_within(body, wrapped) {
+                            if mode.is_some_and(|m| m != g) {
+                                return None;
+                            }
+                            mode = Some(g);
+                        }
+                    }
+                    continue;
+                }
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        mode
+    }
+
+    /// Whether some call under `node` calls `name`.
+    fn calls_within(&self, node: Node<'a>, name: &str) -> bool {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == name) {
+                return true;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        false
     }
 
     /// The grad mode a context manager or decorator establishes, if it is one of torch's.
