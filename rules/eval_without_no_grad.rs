@@ -160,6 +160,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         .into_iter()
         .map(|l| (model.function_of(model.loop_(l).scope), l))
         .collect();
+    // A file that trains nothing and loads no weights: its `__main__` block can only
+    // run untrained models. Decided once: asked for every candidate forward.
+    let untrained_script = !model.trains() && !loads_weights(model);
     let functions = model
         .scopes
         .ids()
@@ -275,9 +278,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         }
         // A model file's check under `__main__` that runs an untrained model on random
         // input to print a shape: nothing trained is evaluated (issue class 1).
-        let smoke_test = |i: CallId| {
-            !model.trains() && under_main_guard(model, model.calls[i].node) && !loads_weights(model)
-        };
+        let smoke_test = |i: CallId| untrained_script && under_main_guard(model, model.calls[i].node);
         let mut reported: Vec<(usize, usize)> = Vec::new();
         for ctx in contexts {
             // A script's other regions (after `.eval()`, an evaluation loop) say where

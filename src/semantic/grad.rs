@@ -313,7 +313,20 @@ impl<'a> SemanticModel<'a> {
                 );
             }
         }
-        for (_, k) in self.calls.iter_enumerated() {
+        // Collected once per file: asked for every forward of an evaluation region.
+        let toggles = self.memo.grad_toggles.get_or_init(|| {
+            self.calls
+                .ids()
+                .filter(|&i| {
+                    matches!(
+                        self.method_call(&self.calls[i]),
+                        Some((_, "requires_grad_"))
+                    )
+                })
+                .collect()
+        });
+        for &t in toggles {
+            let k = &self.calls[t];
             if self.function_of(k.site.scope) != f {
                 continue;
             }

@@ -305,6 +305,8 @@ struct Memos<'a> {
     grad_stores: OnceCell<Vec<AssignId>>,
     /// Calls `self.requires_grad_(...)`.
     self_grad_toggles: OnceCell<Vec<CallId>>,
+    /// Calls `x.requires_grad_(...)` on any receiver.
+    grad_toggles: OnceCell<Vec<CallId>>,
     /// Conversion calls (`.to(...)`, `.half()`) by receiver.
     conversions: OnceCell<FxHashMap<NameKey<'a>, state::ConversionsOf>>,
     /// Names and bindings that flow into a backward pass.
