@@ -294,7 +294,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 if model.function_of(c.site.scope) != f {
                     return false;
                 }
-                let in_context = match ctx {
+                // Asked after the cheap tests below: the data-flow ones walk every later
+                // read of the forward's outputs.
+                let in_context = || match ctx {
                     Region::Function | Region::FlagEval => true,
                     Region::Loop(l) => model.loop_within(c.site.loop_, l),
                     Region::Inference(l) => {
@@ -337,10 +339,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                                 || project_forward(model, i).is_some_and(|r| r.is_none_or(|r| r == m)))
                     }
                 };
-                in_context
-                    && model.grad_enabled(c.site)
+                model.grad_enabled(c.site)
                     && !model.callee(i).is_some_and(|g| named_fns.contains(&g))
                     && fx.is_forward(i)
+                    && in_context()
                     && !wants_grad_here(model, &exempting, i)
                     && !model.frozen_at(i)
                     && !smoke_test(i)
@@ -1221,6 +1223,15 @@ impl<'m, 'a> Forwards<'m, 'a> {
     /// module, or a same-file helper or method that does (`get_pred(x)`,
     /// `agent.select_action(s)`, `run(model)`).
     fn is_forward(&self, call: CallId) -> bool {
+        // Building a module (`nn.LSTM(3, 5)`) or handing one back (`net.to(device)`)
+        // runs nothing. Asked last: the value of a call costs more than the rest.
+        self.may_be_forward(call) && {
+            let c = &self.model.calls[call];
+            self.model.value(c.node, c.site) != Value::Module
+        }
+    }
+
+    fn may_be_forward(&self, call: CallId) -> bool {
         let m = self.model;
         // A same-file function or method (`self.load_model(...)` included): what it does.
         if let Some(g) = m.callee(call) {
@@ -1230,11 +1241,6 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return false;
         }
         let c = &m.calls[call];
-        // Building a module (`nn.LSTM(3, 5)`) or handing one back (`net.to(device)`)
-        // runs nothing.
-        if m.value(c.node, c.site) == Value::Module {
-            return false;
-        }
         // A method the project's classes define running their forwards only under
         // `no_grad` (an agent's `select_action`): no graph, whatever the receiver is.
         if m
