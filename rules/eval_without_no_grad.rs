@@ -1156,6 +1156,9 @@ struct Forwards<'m, 'a> {
     model: &'m SemanticModel<'a>,
     /// Per function: 0 unknown, 1 in progress, 2 no forward, 3 runs a forward.
     memo: std::cell::RefCell<Vec<u8>>,
+    /// Per call, the answer of [`Self::is_forward`]: 0 unknown, 1 no, 2 yes. Each
+    /// region of a function asks of every call in it.
+    calls: std::cell::RefCell<Vec<u8>>,
     /// Receivers that the file treats as a module: `.eval()`-ed, `.to()`-ed,
     /// `load_state_dict`-ed, called directly. A name that only looks like a model
     /// (`generator` of random numbers, `sim_model` of a search library) is not enough
@@ -1213,6 +1216,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
         Self {
             model,
             memo: std::cell::RefCell::new(vec![0; model.scopes.len()]),
+            calls: std::cell::RefCell::new(vec![0; model.calls.len()]),
             handled_as_module,
             module_names,
             frozen: frozen_modules(model),
@@ -1223,12 +1227,19 @@ impl<'m, 'a> Forwards<'m, 'a> {
     /// module, or a same-file helper or method that does (`get_pred(x)`,
     /// `agent.select_action(s)`, `run(model)`).
     fn is_forward(&self, call: CallId) -> bool {
+        match self.calls.borrow()[crate::semantic::ids::Idx::index(call)] {
+            1 => return false,
+            2 => return true,
+            _ => {}
+        }
         // Building a module (`nn.LSTM(3, 5)`) or handing one back (`net.to(device)`)
         // runs nothing. Asked last: the value of a call costs more than the rest.
-        self.may_be_forward(call) && {
+        let yes = self.may_be_forward(call) && {
             let c = &self.model.calls[call];
             self.model.value(c.node, c.site) != Value::Module
-        }
+        };
+        self.calls.borrow_mut()[crate::semantic::ids::Idx::index(call)] = if yes { 2 } else { 1 };
+        yes
     }
 
     fn may_be_forward(&self, call: CallId) -> bool {
