@@ -177,7 +177,8 @@ impl<'a> SemanticModel<'a> {
             };
             let m = f.field("attribute").map_or("", |a| self.text(a));
             let keeps = match m {
-                "eval" | "train" | "cuda" | "cpu" | "requires_grad_" => true,
+                "cuda" | "cpu" => true,
+                m if names::RETURNS_SELF_METHODS.contains(&m) => true,
                 "to" => self
                     .call_index(expr)
                     .and_then(|i| self.conversion(i))
