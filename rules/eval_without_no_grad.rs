@@ -19,8 +19,9 @@ declare_rule! {
     /// episode, a prediction cell) when nothing there asks for gradients; and a function
     /// that runs the model only to read its outputs detached, hands back nothing it
     /// computed (a plotting helper's `return ax`) and trains nothing. Reported once
-    /// per region. A file named like a test (`*_test.py`) is skipped only when it holds
-    /// test cases (`test_*` functions, `Test*` classes, a pytest or unittest import).
+    /// per region. A file named or placed like a test module (`*_test.py`, `tests.py`,
+    /// under `tests/`) is skipped only when it holds test cases (`test_*` functions or
+    /// methods, `Test*` classes, a pytest or unittest import).
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
@@ -111,6 +112,11 @@ enum Region<'a> {
     /// A branch of a training loop's body that asks for no gradient (`if step % 100
     /// == 0:` saving a preview): forwards there whose outputs only reach detached reads.
     Branch(LoopId, Node<'a>),
+    /// A function (or script) that trains: a forward there, outside `no_grad`, whose
+    /// outputs only reach detached reads in its block (an agent's action chosen with
+    /// the Q-network, a policy sampled for the environment, an accuracy computed from
+    /// a forward of its own) feeds no backward: inference inside training.
+    InTraining,
     /// The rest of the block after a batch is drawn from evaluation data by hand
     /// (`x, y = next(iter(test_loader))`, `test_loader.__iter__().next()`): a test
     /// episode, a prediction demo on one test batch. From the byte where the draw ends
@@ -272,6 +278,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if named.is_none() && gate.is_none() {
             contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
         }
+        if named.is_none() && gate.is_none() && !grad_calls.is_empty() && !f.is_some_and(|f| reached_from_forward(model, f)) {
+            contexts.push(Region::InTraining);
+        }
         let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
             continue;
@@ -324,6 +333,26 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                         let at = c.node.start_byte();
                         at >= s && at < e && !fx.only_by_method(i)
                     }
+                    Region::InTraining => {
+                        !fx.only_by_method(i)
+                            // Bare-tensor math in a file that trains by hand is mostly
+                            // the training itself (a loss built over several cells):
+                            // only its clearer regions (after training, sampling loops)
+                            // count.
+                            && !model.computes_on_raw_trainable(i)
+                            // A helper that keeps what it computed for a later loss
+                            // (REINFORCE's `saved_log_probs.append(...)`) is training.
+                            && !model.callee(i).is_some_and(|g| stores_graph(model, &fx, g))
+                            // What a name bound to it flows into matters only when the
+                            // value bound still carries the graph.
+                            && (detached_at_once(model, i) || !result_feeds_grad(model, i))
+                            && c.site
+                                .loop_
+                                .filter(|&l| model.function_of(model.loop_(l).scope) == f)
+                                .map(|l| model.loop_(l).body)
+                                .or(scope_body)
+                                .is_some_and(|b| output_only_detached_in(model, i, b))
+                    }
                     Region::DetachedOnly => {
                         model.callee(i).is_none()
                             && !fx.only_by_method(i)
@@ -346,6 +375,8 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && !wants_grad_here(model, &exempting, i)
                     && !model.frozen_at(i)
                     && !smoke_test(i)
+                    // The TensorFlow branch of a pipeline (`if self.framework == "tf":`).
+                    && !model.foreign_framework_site(c.node)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
             }).collect();
             // Reported at a definite forward when there is one, not at a method of the
@@ -369,7 +400,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
-                Region::Function | Region::FlagEval | Region::DetachedOnly => (0, usize::MAX),
+                Region::Function | Region::FlagEval | Region::DetachedOnly | Region::InTraining => (0, usize::MAX),
             };
             let at = c.node.start_byte();
             if reported
@@ -395,6 +426,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 (Region::Branch(..), _) => {
                     "this branch of the training loop, which only reads the model's outputs detached,".to_owned()
+                }
+                (Region::InTraining, _) => {
+                    "a forward whose outputs are only read detached (no gradient flows from it)".to_owned()
                 }
                 (Region::DetachedOnly, _) => match f {
                     Some(f) => format!("`{}`, which only reads the model's outputs detached,", model.scope(f).name),
@@ -472,7 +506,9 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
         }
         // A branch inside a training loop, or a whole routine behind a flag: no block
         // of its own to wrap without restructuring the code.
-        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) | Region::DetachedOnly => return None,
+        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) | Region::DetachedOnly | Region::InTraining => {
+            return None
+        }
     };
     edits.extend(import);
     Some(if safe {
@@ -779,7 +815,7 @@ fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Regi
             })
             .collect(),
         // Its forwards' outputs are only read detached: none can feed a backward.
-        Region::AfterTraining(..) | Region::Branch(..) => Vec::new(),
+        Region::AfterTraining(..) | Region::Branch(..) | Region::InTraining => Vec::new(),
         _ => grad_calls.to_vec(),
     }
 }
@@ -855,6 +891,10 @@ fn bound_only_read_detached<'a>(
             // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
             // graph; `out.size()` reads nothing of it.
             let chain = read_chain(n);
+            // `loss.backward()`, `scaler.scale(loss).backward()`: the graph is wanted.
+            if reaches_backward_call(model, n) {
+                return false;
+            }
             // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
             let plotted = chain
                 .parent()
@@ -864,7 +904,11 @@ fn bound_only_read_detached<'a>(
                 .filter(|f| f.kind_str() == "attribute")
                 .and_then(|f| f.field("attribute"))
                 .is_some_and(|m| names::is_plotting_sink(model.text(m)));
-            let detached = if plotted {
+            // A bare name as a statement: a notebook cell displaying the value (its repr
+            // needs no graph), or nothing at all in a script.
+            let displayed = chain.id() == n.id()
+                && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement");
+            let detached = if plotted || displayed {
                 Some(true)
             } else if chain.id() == n.id() {
                 Some(false)
@@ -891,6 +935,36 @@ fn bound_only_read_detached<'a>(
     // graph beyond the step, where `tail_ok`; the value it came from must still be read
     // detached.
     reads > 0 || tail_ok && depth > 0 && !read_after_region(model, p, body, &bound)
+}
+
+/// Whether a call's value is detached in its own chain of reads
+/// (`target_net(s2).max(1)[0].detach()`).
+fn detached_at_once(model: &SemanticModel<'_>, call: CallId) -> bool {
+    let c = &model.calls[call];
+    let top = read_chain(c.node);
+    top.id() != c.node.id() && chain_detached(model, c.node, top, c.site) == Some(true)
+}
+
+/// Whether the read `n` is backpropagated where it stands: the receiver or an argument
+/// of a backward pass (`loss.backward()`, `scaler.scale(loss).backward()`,
+/// `accelerator.backward(loss)`, `torch.autograd.grad(loss, xs)`), directly or through
+/// arithmetic (`(loss / accum).backward()`).
+fn reaches_backward_call(model: &SemanticModel<'_>, n: Node<'_>) -> bool {
+    let mut x = n;
+    while let Some(p) = x.parent() {
+        match p.kind_str() {
+            "call" => {
+                if model.call_index(p).is_some_and(|i| asks_for_grad(model, i)) {
+                    return true;
+                }
+            }
+            "attribute" | "argument_list" | "keyword_argument" | "binary_operator" | "unary_operator"
+            | "parenthesized_expression" | "subscript" => {}
+            _ => return false,
+        }
+        x = p;
+    }
+    false
 }
 
 /// Whether one of `bound` (bound by `p`) is read after `body` in the function or module
@@ -1277,6 +1351,10 @@ impl<'m, 'a> Forwards<'m, 'a> {
         if f.kind_str() == "identifier" && self.module_names.contains(&m.text(f)) {
             return true;
         }
+        // A model written as bare trainable tensors: its forward is the tensor math.
+        if m.computes_on_raw_trainable(call) {
+            return true;
+        }
         // A method: with a same-file class defining it, whether that method runs a
         // forward (`agent.select_action(s)` on an agent passed in); on a module defined
         // elsewhere, anything but the module API.
@@ -1326,6 +1404,7 @@ impl<'m, 'a> Forwards<'m, 'a> {
         m.callee(call).is_none()
             && !is_model_forward(m, call)
             && m.method_call(&m.calls[call]).is_some()
+            && !m.computes_on_raw_trainable(call)
     }
 
     /// Whether a same-file function runs a forward not under `no_grad` and does not
@@ -1565,8 +1644,25 @@ fn iterates_eval_loader(model: &SemanticModel<'_>, iter: Node<'_>) -> bool {
 /// Whether a call asks for gradients: a backward pass, `torch.autograd.grad`, or
 /// `requires_grad_()`.
 fn asks_for_grad(model: &SemanticModel<'_>, call: CallId) -> bool {
+    asks_for_grad_within(model, call, 2)
+}
+
+/// [`asks_for_grad`], following calls of same-file helpers that backpropagate
+/// (`self.optimize(loss)`, `backward(total_loss, scaler)`) `depth` levels down.
+fn asks_for_grad_within(model: &SemanticModel<'_>, call: CallId, depth: u32) -> bool {
     if model.backward_at(call).is_some() {
         return true;
+    }
+    if depth > 0 {
+        if let Some(g) = model.callee(call) {
+            if model
+                .calls_of_function(Some(g))
+                .into_iter()
+                .any(|i| model.function_of(model.calls[i].site.scope) == Some(g) && asks_for_grad_within(model, i, depth - 1))
+            {
+                return true;
+            }
+        }
     }
     let c = &model.calls[call];
     if model

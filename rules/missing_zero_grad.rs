@@ -1,5 +1,5 @@
 use crate::prelude::*;
-use crate::semantic::{unwrap_parens, Assignment, CallId, Node, NodeExt, Site, Unit};
+use crate::semantic::{CallId, GradReset, Node, Site, Unit};
 
 declare_rule! {
     /// ## What it does
@@ -98,7 +98,7 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         // The modules whose gradients the reset optimizers clear.
         let mut reset_owners: Vec<&str> = Vec::new();
         for &c in &calls {
-            match grad_reset_call(model, c) {
+            match model.grad_reset(c) {
                 Some(GradReset::All) => reset_all = true,
                 Some(GradReset::Optimizer(o)) => {
                     reset.push(model.text(o));
@@ -211,60 +211,9 @@ fn zero_grad_fix(model: &SemanticModel<'_>, backward: Node<'_>, missing: &[&str]
     ))
 }
 
-/// What a call or assignment does to accumulated gradients.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum GradReset<'a> {
-    /// `opt.zero_grad()`: the gradients of that optimizer's parameters.
-    Optimizer(Node<'a>),
-    /// `model.zero_grad()`, `p.grad = None`, `p.grad.zero_()`: we can't tell whose, so
-    /// every optimizer counts as reset.
-    All,
-}
-
-/// Whether (and whose) gradients a call resets.
-fn grad_reset_call<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<GradReset<'a>> {
-    let c = &model.calls[call];
-    let (recv, method) = model.method_call(c)?;
-    match method {
-        "zero_grad" => Some(if model.is_optimizer(recv, c.site) {
-            GradReset::Optimizer(recv)
-        } else {
-            GradReset::All
-        }),
-        // `p.grad.zero_()`, `p.grad.detach_()`, `p.grad.data.zero_()`
-        "zero_" | "detach_" | "fill_" | "mul_" if mentions_grad(model, recv) => {
-            Some(GradReset::All)
-        }
-        _ => None,
-    }
-}
-
-/// `p.grad = None` (or `= torch.zeros_like(...)`).
-fn grad_reset_assignment<'a>(model: &SemanticModel<'a>, a: &Assignment<'a>) -> Option<GradReset<'a>> {
-    let t = unwrap_parens(a.target);
-    (t.kind_str() == "attribute" && t.field("attribute").map(|x| model.text(x)) == Some("grad"))
-        .then_some(GradReset::All)
-}
-
-fn mentions_grad<'a>(model: &SemanticModel<'a>, mut n: Node<'_>) -> bool {
-    loop {
-        if n.kind_str() != "attribute" {
-            return false;
-        }
-        if n.field("attribute").map(|x| model.text(x)) == Some("grad") {
-            return true;
-        }
-        match n.field("object") {
-            Some(o) => n = o,
-            None => return false,
-        }
-    }
-}
-
 /// Whether `p.grad = ...` runs once per iteration of `unit`.
 fn grad_reset_assignment_in<'a>(model: &SemanticModel<'a>, unit: Unit) -> bool {
     model.grad_attribute_assignments().iter().any(|&i| {
-        let a = &model.assignments[i];
-        grad_reset_assignment(model, a).is_some() && model.runs_in(a.site, unit)
+        model.resets_grad_by_store(i) && model.runs_in(model.assignments[i].site, unit)
     })
 }

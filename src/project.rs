@@ -178,6 +178,9 @@ pub struct FileFacts {
     /// Method names that a project `nn.Module` subclass defines asking for gradients
     /// or resetting them. Shared.
     pub training_methods: Arc<BTreeSet<String>>,
+    /// Method names whose every project definition resets gradients (`zero_grad`, or
+    /// writing each parameter's `.grad`): a call of one once per step resets. Shared.
+    pub resetting_methods: Arc<BTreeSet<String>>,
     /// Method names that the classes of this file and of the project files it imports
     /// define running their forwards only under `no_grad` (some definition calls a
     /// module there, none runs one with grad on): calling one records no graph.
@@ -235,6 +238,7 @@ pub enum FactQuery {
     ForwardMethod(String),
     ModelStep(String),
     TrainingMethod(String),
+    ResettingMethod(String),
     ReturnedParam(String),
     PlacingImport(String),
     FrozenImport(String),
@@ -269,6 +273,7 @@ impl FactQuery {
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
             FactQuery::ModelStep(n) => Answer::Bool(f.model_steps.contains(n)),
             FactQuery::TrainingMethod(n) => Answer::Bool(f.training_methods.contains(n)),
+            FactQuery::ResettingMethod(n) => Answer::Bool(f.resetting_methods.contains(n)),
             FactQuery::ReturnedParam(n) => {
                 Answer::Position(f.param_returning_imports.get(n).copied())
             }
@@ -394,6 +399,12 @@ impl<'m> Facts<'m> {
         self.facts.training_methods.contains(name)
     }
 
+    /// Whether every project definition of the method `name` resets gradients.
+    pub fn resetting_method(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::ResettingMethod(name.to_owned()));
+        self.facts.resetting_methods.contains(name)
+    }
+
     /// The position of the argument that the imported project function `name` hands
     /// back unchanged.
     pub fn returned_param(&self, name: &str) -> Option<u32> {
@@ -452,6 +463,19 @@ pub(crate) const TORCH_FAMILY: &[&str] = &[
     "apex",
 ];
 
+/// Packages of the PyTorch family that serve other frameworks too (`TFAutoModel`,
+/// `FlaxUNet2DConditionModel`): beside an import of one of those, they say nothing.
+const MULTI_FRAMEWORK: &[&str] = &["transformers", "diffusers"];
+
+/// Whether imports of these top-level packages make a file PyTorch code by themselves:
+/// a PyTorch-only package, or a multi-framework one with no other framework beside it
+/// (a TensorFlow script that imports `transformers` is TensorFlow code).
+fn imports_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
+    let foreign = tops.clone().any(|t| FOREIGN.contains(&t));
+    tops.into_iter()
+        .any(|t| TORCH_FAMILY.contains(&t) && (!foreign || !MULTI_FRAMEWORK.contains(&t)))
+}
+
 /// Other array frameworks.
 pub(crate) const FOREIGN: &[&str] = &["jax", "flax", "tensorflow", "keras", "optax", "haiku"];
 
@@ -490,11 +514,11 @@ const PLAIN: &[&str] = &[
 /// may be PyTorch code: it imports a PyTorch package, or imports no other array
 /// framework and something beyond plain libraries (a project module, an unknown
 /// package), or nothing at all.
-pub fn maybe_torch<'s>(tops: impl Iterator<Item = &'s str>) -> bool {
-    let (mut torch, mut foreign, mut other, mut any) = (false, false, false, false);
+pub fn maybe_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
+    let torch = imports_torch(tops.clone());
+    let (mut foreign, mut other, mut any) = (false, false, false);
     for t in tops {
         any = true;
-        torch |= TORCH_FAMILY.contains(&t);
         foreign |= FOREIGN.contains(&t);
         other |= !PLAIN.contains(&t) && !TORCH_FAMILY.contains(&t) && !FOREIGN.contains(&t);
     }
@@ -715,11 +739,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     q.is_torch() && q.has_module("autograd") && q.last() == Some("grad")
                 })
         });
-        let resets_grads = calls.iter().any(|&c| {
-            model
-                .method_call(&model.calls[c])
-                .is_some_and(|(_, m)| m == "zero_grad")
-        });
+        let resets_grads = calls.iter().any(|&c| model.grad_reset_here(c).is_some())
+            || model.grad_attribute_assignments().iter().any(|&a| {
+                model.resets_grad_by_store(a)
+                    && model.function_of(model.assignments[a].site.scope) == Some(id)
+            });
         // `return None` says nothing about what the other returns give (a factory that
         // returns `None` for a missing config and a module otherwise), as for same-file
         // callees in the model.
@@ -984,11 +1008,16 @@ fn summarised_import(n: Node<'_>) -> bool {
 fn finish_imports(s: &mut FileSummary) {
     s.imports
         .sort_by(|a, b| (&a.local, &a.module).cmp(&(&b.local, &b.module)));
-    for i in &s.imports {
-        let top = i.module.split('.').next().unwrap_or("");
-        s.torch |= TORCH_FAMILY.contains(&top);
-        s.foreign |= FOREIGN.contains(&top);
-    }
+    let tops = s
+        .imports
+        .iter()
+        .map(|i| i.module.split('.').next().unwrap_or(""));
+    let (torch, foreign) = (
+        imports_torch(tops.clone()),
+        tops.clone().any(|t| FOREIGN.contains(&t)),
+    );
+    s.torch |= torch;
+    s.foreign |= foreign;
 }
 
 /// `f` for a module-level function, `C.m` for a method of a module-level class.
@@ -1276,6 +1305,21 @@ impl ProjectIndex {
             .filter(|(m, (d, g))| *d && !*g && !crate::semantic::names::FORWARD_METHODS.contains(m))
             .map(|(m, _)| m.to_owned())
             .collect();
+        // Method names whose every definition resets gradients.
+        let mut resets: BTreeMap<&str, bool> = BTreeMap::new();
+        for s in files.values() {
+            for f in s.functions.iter().filter(|f| f.method) {
+                let m = f.name.rsplit('.').next().unwrap_or(&f.name);
+                *resets.entry(m).or_insert(true) &= f.resets_grads;
+            }
+        }
+        let resetting_methods: Arc<BTreeSet<String>> = Arc::new(
+            resets
+                .into_iter()
+                .filter(|&(_, r)| r)
+                .map(|(m, _)| m.to_owned())
+                .collect(),
+        );
         // Method names that a project module class runs a forward in, none training.
         let mut fwd: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
         let mut training: BTreeSet<String> = BTreeSet::new();
@@ -1340,6 +1384,7 @@ impl ProjectIndex {
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),
                 training_methods: training_methods.clone(),
+                resetting_methods: resetting_methods.clone(),
                 ..Default::default()
             };
             // Methods that the classes this file can see (its own and those of the

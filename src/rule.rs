@@ -53,8 +53,9 @@ pub struct Related {
 pub struct Context<'a> {
     /// The file's name, without its folder.
     pub file_name: &'a str,
-    /// A pytest module (`test_*.py`, `*_test.py`, `conftest.py`): its `test` functions
-    /// are tests, not evaluation.
+    /// A file named or placed like a test module (`test_*.py`, `*_test.py`,
+    /// `conftest.py`, `tests.py`, anything under `tests/`): where it holds test cases,
+    /// its `test` functions are tests, not evaluation.
     pub is_test_file: bool,
 }
 
@@ -63,8 +64,14 @@ impl<'a> Context<'a> {
     pub fn for_path(path: &'a str) -> Self {
         let file_name = path.rsplit(['/', '\\']).next().unwrap_or(path);
         let stem = file_name.strip_suffix(".py").unwrap_or(file_name);
-        let is_test_file =
-            stem.starts_with("test_") || stem.ends_with("_test") || stem == "conftest";
+        let stem = stem.strip_suffix(".ipynb").unwrap_or(stem);
+        // Named like a test module, or inside a test suite's folder (`tests/`): with
+        // test cases in it (see `defines_test_cases`), it is a test module.
+        let in_test_folder = path.split(['/', '\\']).rev().skip(1).any(|d| d == "tests");
+        let is_test_file = stem.starts_with("test_")
+            || stem.ends_with("_test")
+            || matches!(stem, "conftest" | "tests")
+            || in_test_folder;
         Context {
             file_name,
             is_test_file,

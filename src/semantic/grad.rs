@@ -331,13 +331,30 @@ impl<'a> SemanticModel<'a> {
                 continue;
             }
             if let Some((recv, "requires_grad_")) = self.method_call(k) {
+                // `sampler.eval().requires_grad_(False).to(device)`: the switch is on
+                // `sampler`, and the statement is the whole chain.
+                let mut recv = unwrap_parens(recv);
+                while let Some((inner, _)) = recv
+                    .field("function")
+                    .filter(|f| recv.kind_str() == "call" && f.kind_str() == "attribute")
+                    .and_then(|f| Some((f.field("object")?, f.field("attribute")?)))
+                    .filter(|&(_, m)| names::RETURNS_SELF_METHODS.contains(&self.text(m)))
+                {
+                    recv = unwrap_parens(inner);
+                }
                 if self.text(recv) == module {
                     let off = self
                         .positional_args(k.node)
                         .next()
                         .or_else(|| self.keyword_arg(k.node, "requires_grad"))
                         .is_some_and(|a| self.text(a) == "False");
-                    note(k.node.start_byte(), off, k.node.parent().unwrap_or(k.node));
+                    let mut stmt = k.node;
+                    while let Some(p) = stmt.parent().filter(|_| {
+                        !matches!(stmt.kind_str(), "expression_statement" | "assignment")
+                    }) {
+                        stmt = p;
+                    }
+                    note(k.node.start_byte(), off, stmt);
                 }
             }
         }

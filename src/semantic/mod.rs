@@ -39,6 +39,8 @@ pub mod names;
 pub mod optim;
 mod passes;
 mod provenance;
+mod raw;
+pub use optim::GradReset;
 pub use provenance::AppendedParameter;
 mod scopes;
 pub mod state;
@@ -303,6 +305,10 @@ struct Memos<'a> {
     step_loops: RefCell<IndexVec<LoopId, Option<bool>>>,
     /// Assignments to `.grad`/`.requires_grad` attributes.
     grad_stores: OnceCell<Vec<AssignId>>,
+    /// Bindings of tensors made trainable by hand ([`raw`]).
+    raw_trainable: OnceCell<FxHashSet<BindingId>>,
+    /// Whether a binding's value computes on one.
+    raw_bindings: RefCell<FxHashMap<BindingId, bool>>,
     /// Calls `self.requires_grad_(...)`.
     self_grad_toggles: OnceCell<Vec<CallId>>,
     /// Calls `x.requires_grad_(...)` on any receiver.

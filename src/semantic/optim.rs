@@ -26,6 +26,59 @@ impl<'a> SemanticModel<'a> {
         self.is_optimizer(arg, c.site).then_some(arg)
     }
 
+    /// Whether (and whose) gradients a call resets: `opt.zero_grad()` those of the
+    /// optimizer's parameters; `model.zero_grad()`, `p.grad.zero_()`,
+    /// `p.grad.data.zero_()` we can't tell whose, so every optimizer counts as reset.
+    /// A call of a project method that writes `.grad` itself (a meta-learner's
+    /// `point_grad_to`, zeroing then setting each parameter's gradient) resets too.
+    pub fn grad_reset(&self, call: CallId) -> Option<GradReset<'a>> {
+        self.grad_reset_here(call).or_else(|| {
+            let (_, method) = self.method_call(&self.calls[call])?;
+            self.project()
+                .is_some_and(|p| p.resetting_method(method))
+                .then_some(GradReset::All)
+        })
+    }
+
+    /// [`Self::grad_reset`] from the call's own text alone, without the project's
+    /// methods: what a file's summary says of its functions.
+    pub fn grad_reset_here(&self, call: CallId) -> Option<GradReset<'a>> {
+        let c = &self.calls[call];
+        let (recv, method) = self.method_call(c)?;
+        match method {
+            "zero_grad" => Some(if self.is_optimizer(recv, c.site) {
+                GradReset::Optimizer(recv)
+            } else {
+                GradReset::All
+            }),
+            "zero_" | "detach_" | "fill_" | "mul_" if self.mentions_grad(recv) => {
+                Some(GradReset::All)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether an assignment stores into a `.grad` attribute (`p.grad = None`,
+    /// `p.grad = torch.zeros_like(p)`): it overwrites what backward passes summed.
+    pub fn resets_grad_by_store(&self, a: AssignId) -> bool {
+        unwrap_parens(self.assignments[a].target)
+            .field("attribute")
+            .is_some_and(|x| self.text(x) == "grad")
+    }
+
+    fn mentions_grad(&self, mut n: Node<'_>) -> bool {
+        while n.kind_str() == "attribute" {
+            if n.field("attribute").map(|x| self.text(x)) == Some("grad") {
+                return true;
+            }
+            match n.field("object") {
+                Some(o) => n = o,
+                None => return false,
+            }
+        }
+        false
+    }
+
     /// All calls of the function `f` (or of module-level code, for `None`).
     pub fn calls_of_function(&self, f: Option<ScopeId>) -> Vec<CallId> {
         match f {
@@ -38,6 +91,15 @@ impl<'a> SemanticModel<'a> {
                 .collect(),
         }
     }
+}
+
+/// Whose gradients a call resets (see [`SemanticModel::grad_reset`]).
+#[derive(Clone, Copy, Debug)]
+pub enum GradReset<'a> {
+    /// `opt.zero_grad()`: the gradients of that optimizer's parameters.
+    Optimizer(Node<'a>),
+    /// Some reset we can't attribute to one optimizer: every optimizer counts as reset.
+    All,
 }
 
 impl<'a> SemanticModel<'a> {

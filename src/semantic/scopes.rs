@@ -62,10 +62,15 @@ impl<'a> SemanticModel<'a> {
                 let top = self.scope(parent).kind == ScopeKind::Module;
                 match s.kind {
                     ScopeKind::Function => {
+                        // In a module-level class of any name: unittest mixins
+                        // (`ModelTesterMixin.test_save_load`) hold test cases too.
                         s.name.starts_with("test_")
                             && (top
                                 || (self.scope(parent).kind == ScopeKind::Class
-                                    && self.scope(parent).name.starts_with("Test")))
+                                    && self
+                                        .scope(parent)
+                                        .parent
+                                        .is_some_and(|g| self.scope(g).kind == ScopeKind::Module)))
                     }
                     ScopeKind::Class => {
                         top && (s.name.starts_with("Test")
