@@ -12,6 +12,9 @@
 # Blobs missing from a snapshot (large files, LFS) are skipped, so a partial
 # snapshot still yields every source file it holds.
 set -u
+# A failed `git archive` (a blob absent from the snapshot) must fail the pipe, not be
+# hidden by tar reading a truncated stream and exiting 0.
+set -o pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 mirror="${1:-/work/.mirror}"
@@ -58,7 +61,8 @@ for f in "$labels"/*.tsv; do
         rm -rf "$tmp"
         mkdir -p "$tmp"
         missing=0
-        while IFS=$'\t' read -r meta path; do
+        # NUL-separated: paths with non-ASCII bytes come out as they are, not quoted.
+        while IFS=$'\t' read -r -d '' meta path; do
             set -- $meta
             mode="$1"; type="$2"; sha="$3"
             [ "$type" = "blob" ] || continue
@@ -69,7 +73,7 @@ for f in "$labels"/*.tsv; do
             else
                 missing=$((missing + 1))
             fi
-        done < <(git --git-dir="$gitdir" ls-tree -r --full-tree "$commit")
+        done < <(git --git-dir="$gitdir" ls-tree -r -z --full-tree "$commit")
         echo "note $key: $missing blob(s) absent from the snapshot, skipped"
     fi
     mv "$tmp" "$dest"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Score oomlint against the hand-labelled real-code corpus.
 
-usage: score.py [--bin PATH] [--root DIR] [--labels DIR] [--json]
+usage: score.py [--bin PATH] [--root DIR] [--labels DIR] [--set NAME[,NAME]] [--json]
 
 For every labels file (labels/<owner>+<name>.tsv) whose work tree ROOT/<owner>+<name>
 exists, run the binary on the tree and match its findings to the labels by
@@ -177,6 +177,9 @@ def main(argv=None):
     ap.add_argument("--root", default=os.environ.get("OOMLINT_REALCODE", "/work/realcode"),
                     help="directory of work trees owner+name (default $OOMLINT_REALCODE or /work/realcode)")
     ap.add_argument("--labels", default=os.path.join(HERE, "labels"), help="labels directory")
+    ap.add_argument("--set", default=None,
+                    help="score only the repositories whose '# set' header is one of these "
+                         "comma-separated names (e.g. fresh3,fresh5); default: every set")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
 
@@ -189,6 +192,8 @@ def main(argv=None):
     overall = new_counts()
     fam = OrderedDict((f, new_counts()) for f in FAMILIES)
     rules = defaultdict(new_counts)
+    sets = OrderedDict()
+    wanted = set(x.strip() for x in args.set.split(",") if x.strip()) if args.set else None
 
     for name in sorted(os.listdir(args.labels)):
         if not name.endswith(".tsv"):
@@ -196,6 +201,8 @@ def main(argv=None):
         key = name[:-4]
         header, rows, probs = read_labels(os.path.join(args.labels, name))
         problems.extend(probs)
+        if wanted is not None and header.get("set", "") not in wanted:
+            continue
         tree = os.path.join(args.root, key)
         if not os.path.isdir(tree):
             skipped.append((key, "no work tree at %s" % tree))
@@ -215,6 +222,7 @@ def main(argv=None):
             fam.setdefault(f, new_counts())
             add(fam[f], c)
         add(overall, tot)
+        add(sets.setdefault(header.get("set", "?"), new_counts()), tot)
         res["total"] = tot
         res["header"] = header
         res["verdict_rows"] = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
@@ -242,6 +250,7 @@ def main(argv=None):
                 "false_alarms": ["%s:%d %s (%s)" % (k2[0], k2[1], k2[2], verdict) for k2, verdict in v["false_alarms"]],
             }) for k, v in repos.items()),
             "families": OrderedDict((f, pack(c)) for f, c in fam.items() if any(c.values())),
+            "sets": OrderedDict((k, pack(c)) for k, c in sorted(sets.items())),
             "rules": OrderedDict((r, pack(c)) for r, c in sorted(rules.items())),
             "overall": pack(overall),
             "skipped": [{"repo": k, "why": why} for k, why in skipped],
@@ -277,6 +286,11 @@ def main(argv=None):
     print(head)
     for r, c in sorted(rules.items()):
         print(line(r, c))
+    print()
+    print("per set ('# set' header)")
+    print(head)
+    for k, c in sorted(sets.items()):
+        print(line(k, c))
     print()
     print(line("OVERALL (%d repos)" % len(repos), overall))
     print()
