@@ -52,6 +52,7 @@ declare_rule! {
                     .iter()
                     .any(|w| s.word(w))
         },
+        parts: None,
     };
 }
 

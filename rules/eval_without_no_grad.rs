@@ -86,6 +86,14 @@ declare_rule! {
                     // Inference loops: a forward's output read detached.
                     || s.any_word(names::is_detached_read))
         },
+        parts: Some(|s| {
+            // Not `graph_source()`: the model may come from elsewhere in the file.
+            s.attr("eval")
+                || s.any_def(|d| is_eval_function_name(d) || is_test_name(d))
+                || s.any_def(names::is_inference_function_name)
+                || s.any_word(is_eval_loader_name)
+                || s.any_word(names::is_detached_read)
+        }),
     };
 }
 

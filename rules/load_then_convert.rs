@@ -46,6 +46,7 @@ declare_rule! {
         fix: FixAvailability::None,
         check,
         prefilter: |s| s.word(names::PRETRAINED_LOADER) && s.any_attr(&["half", "bfloat16", "float", "double", "to"]),
+        parts: None,
     };
 }
 

@@ -55,6 +55,7 @@ declare_rule! {
         fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.backward_pass() && s.attr(names::STEP_METHOD),
+        parts: None,
     };
 }
 

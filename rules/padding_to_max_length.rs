@@ -42,6 +42,7 @@ declare_rule! {
         fix: FixAvailability::None,
         check,
         prefilter: |s| s.word("padding") || s.word("pad_to_max_length"),
+        parts: None,
     };
 }
 

@@ -46,6 +46,7 @@ declare_rule! {
         fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DEVICE_METHODS),
+        parts: None,
     };
 }
 

@@ -49,6 +49,7 @@ declare_rule! {
         fix: FixAvailability::Sometimes,
         check,
         prefilter: |s| s.attr(names::TO_METHOD) || s.any_attr(names::DTYPE_METHODS),
+        parts: None,
     };
 }
 

@@ -50,6 +50,7 @@ declare_rule! {
         fix: FixAvailability::None,
         check,
         prefilter: |s| s.word("retain_graph") && s.per_step_context(),
+        parts: Some(|s| s.word("retain_graph") && (s.for_loop || s.per_step_context())),
     };
 }
 

@@ -49,6 +49,7 @@ declare_rule! {
         check,
         // CUDA use may show only in strings (`"cuda:0"`), which the scan skips.
         prefilter: |s| s.word("load") && s.word("load_state_dict"),
+        parts: Some(|s| s.word("load")),
     };
 }
 

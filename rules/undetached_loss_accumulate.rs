@@ -53,6 +53,7 @@ declare_rule! {
         fix: FixAvailability::Always,
         check,
         prefilter: |s| s.graph_source() && s.per_step_context(),
+        parts: Some(|s| s.graph_source() && (s.for_loop || s.per_step_context())),
     };
 }
 

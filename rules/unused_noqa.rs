@@ -40,5 +40,6 @@ declare_rule! {
         // Nothing to do on the model: the suppression stage reports it.
         check: |_, _, _| {},
         prefilter: |s| s.mentions_noqa(),
+        parts: None,
     };
 }

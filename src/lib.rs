@@ -7,6 +7,7 @@
 //! command line (`src/cli/`) is a client of this library, in the binary.
 
 pub mod cache;
+pub mod chunk;
 pub mod config;
 pub mod confirm;
 pub mod error;

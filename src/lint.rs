@@ -30,6 +30,10 @@ pub struct LintOptions {
     pub prefilter: bool,
     /// Stop after parsing (the benchmark's baseline for the cost of the analysis).
     pub parse_only: bool,
+    /// Parse only the parts of a file that the rules need ([`crate::chunk`]), where the
+    /// lint parses the file itself (not where the project index's parse serves it).
+    /// Off by default: the selection keeps most bytes ([`crate::chunk`] says why).
+    pub chunk: bool,
     /// Files larger than this are skipped with a warning (`--max-file-size`).
     pub max_file_size: u64,
 }
@@ -39,6 +43,7 @@ impl Default for LintOptions {
         LintOptions {
             prefilter: true,
             parse_only: false,
+            chunk: false,
             max_file_size: crate::source::DEFAULT_MAX_FILE_SIZE,
         }
     }
@@ -548,7 +553,7 @@ fn new_parser() -> Parser {
 /// panicked or gave up.
 pub fn parse_python(text: &str) -> Option<Tree> {
     let mut report = FileReport::default();
-    parse(&mut report, text)
+    parse_tree(&mut report, text)
 }
 
 /// Stage `read`: the bytes of a regular file of at most `limit` bytes, or a report of
@@ -806,7 +811,12 @@ fn lint_parsed<'t>(
     facts: ProjectFacts,
     built: Option<&mut SemanticModel<'t>>,
 ) -> (FileReport, Option<Guess>) {
-    if opts.prefilter && !prefilter(text, rules) {
+    let scan = (opts.prefilter || opts.chunk && built.is_none()).then(|| Scan::new(text));
+    if opts.prefilter
+        && !scan
+            .as_ref()
+            .is_some_and(|s| rules.iter().any(|r| (r.prefilter)(s)))
+    {
         report.skipped_by_prefilter = true;
         return (report, Some((FileFacts::default(), Vec::new())));
     }
@@ -817,7 +827,15 @@ fn lint_parsed<'t>(
             analyze(report, model, rules, &src, facts)
         }
         None => {
-            let Some(tree) = parse(&mut report, text) else {
+            let ranges = scan
+                .filter(|_| opts.chunk)
+                .and_then(|scan| crate::chunk::select(text, &scan, rules));
+            let tree = match ranges {
+                Some(ranges) => parse_ranges(&mut report, text, &ranges),
+                None => parse(&mut report, text),
+            };
+            report.parsed_bytes = Some((tree.as_ref().map_or(text.len(), |t| t.1), text.len()));
+            let Some((tree, _)) = tree else {
                 return (report, None);
             };
             if opts.parse_only {
@@ -879,14 +897,45 @@ impl<'t> Source<'t> {
     }
 }
 
-/// Stage `prefilter`: whether any enabled rule can fire on this text at all.
-fn prefilter(text: &str, rules: &[&'static Rule]) -> bool {
-    let scan = Scan::new(text);
-    rules.iter().any(|r| (r.prefilter)(&scan))
+/// Stage `parse`, for the parts of the file in `ranges` ([`crate::chunk`]): the tree of
+/// those byte ranges, every position in it a position in `text`, and how many bytes
+/// were parsed. A tree with a syntax error is thrown away for a parse of the whole
+/// file: leaving parts out must never make an error (and the error of the whole file
+/// is the one reported).
+fn parse_ranges(
+    report: &mut FileReport,
+    text: &str,
+    ranges: &[std::ops::Range<usize>],
+) -> Option<(Tree, usize)> {
+    let ts = crate::chunk::ts_ranges(text, ranges);
+    let parsed = catch_quietly(|| {
+        PARSER.with(|p| {
+            let mut p = p.borrow_mut();
+            p.set_included_ranges(&ts).ok()?;
+            let tree = p.parse(text, None);
+            // The parser is shared by the thread's files: back to the whole text.
+            p.set_included_ranges(&[]).ok()?;
+            tree
+        })
+    });
+    let chunked: usize = ranges.iter().map(|r| r.len()).sum();
+    match parsed {
+        Ok(Some(tree)) if !tree.root_node().has_error() => Some((tree, chunked)),
+        Ok(_) => parse(report, text),
+        Err(_) => {
+            PARSER.with(|p| *p.borrow_mut() = new_parser());
+            parse(report, text)
+        }
+    }
 }
 
-/// Stage `parse`: the syntax tree (a panic in the parser is an internal error).
-fn parse(report: &mut FileReport, text: &str) -> Option<Tree> {
+/// Stage `parse`: the syntax tree (a panic in the parser is an internal error), and
+/// how many bytes were parsed.
+fn parse(report: &mut FileReport, text: &str) -> Option<(Tree, usize)> {
+    parse_tree(report, text).map(|t| (t, text.len()))
+}
+
+fn parse_tree(report: &mut FileReport, text: &str) -> Option<Tree> {
     let parsed = catch_quietly(|| PARSER.with(|p| p.borrow_mut().parse(text, None)));
     match parsed {
         Ok(Some(tree)) => Some(tree),

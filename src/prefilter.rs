@@ -29,6 +29,11 @@ pub struct Scan<'a> {
     pub global_store: bool,
     /// The raw text, for the rare predicate that reads comments.
     text: &'a str,
+    /// Names bound at module level or declared `global`, and the first names of the
+    /// lines that store into something: kept so that a scan of one part of a file
+    /// ([`Scan::part`]) can tell a store into a module-level name made in a method.
+    module_names: FxHashSet<&'a str>,
+    store_roots: Vec<&'a str>,
 }
 
 impl<'a> Scan<'a> {
@@ -40,6 +45,34 @@ impl<'a> Scan<'a> {
         s.tokens(text);
         s.lines(text);
         s
+    }
+
+    /// The scan of `part`, a piece of the file that `file` scanned (a function, a
+    /// method: [`crate::chunk`]): a store into a name that the file binds at module
+    /// level counts as a global store although the binding is outside the part.
+    pub fn part(part: &'a str, file: &Scan<'a>) -> Self {
+        let mut s = Scan::new(part);
+        s.global_store |= s.store_roots.iter().any(|r| file.module_names.contains(r));
+        s
+    }
+
+    /// Adds what `other` saw to this scan (the scan of a function and of the same-file
+    /// functions it calls, for the chunk selection). The text stays this scan's own.
+    pub fn merge(&mut self, other: &Scan<'a>) {
+        self.merge_words(other);
+        self.data_loop |= other.data_loop;
+        self.for_loop |= other.for_loop;
+        self.while_loop |= other.while_loop;
+        self.self_store |= other.self_store;
+        self.global_store |= other.global_store;
+    }
+
+    /// Adds the names that `other` saw, not its line facts (loops, stores): the
+    /// module-level names a function may read, without the module-level loops.
+    pub fn merge_words(&mut self, other: &Scan<'a>) {
+        self.idents.extend(other.idents.iter().copied());
+        self.attrs.extend(other.attrs.iter().copied());
+        self.defs.extend(other.defs.iter().copied());
     }
 
     /// Whether the text mentions `noqa` in any case (a suppression comment may be there).
@@ -124,8 +157,18 @@ impl<'a> Scan<'a> {
                 let id = &text[start..i];
                 // A string prefix (`f"`, `rb'`) belongs to the string that follows.
                 if i < b.len() && (b[i] == b'"' || b[i] == b'\'') && is_string_prefix(id) {
-                    let fstring = id.bytes().any(|c| c == b'f' || c == b'F');
-                    i = skip_string(b, i, fstring);
+                    let fstring = id.bytes().any(|c| matches!(c | 0x20, b'f' | b't'));
+                    // The replacement fields of an f-string are code: their names count.
+                    let (idents, attrs) = (&mut self.idents, &mut self.attrs);
+                    let mut seen = |id: &'a str, dot: bool| {
+                        if dot {
+                            attrs.insert(id);
+                        } else {
+                            idents.insert(id);
+                        }
+                    };
+                    i = skip_literal(text, i, fstring, &mut seen)
+                        .unwrap_or_else(|| skip_string(b, i, fstring));
                     after_dot = false;
                     continue;
                 }
@@ -205,6 +248,8 @@ impl<'a> Scan<'a> {
         }
         self.self_store = store_roots.contains(&"self");
         self.global_store = store_roots.iter().any(|r| module_names.contains(r));
+        self.module_names = module_names;
+        self.store_roots = store_roots;
     }
 }
 
@@ -251,23 +296,130 @@ fn idents_of(s: &str) -> impl Iterator<Item = &str> {
         .filter(|t| t.as_bytes().first().is_some_and(|&c| is_ident_start(c)))
 }
 
-fn is_ident_start(c: u8) -> bool {
+pub(crate) fn is_ident_start(c: u8) -> bool {
     c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
 }
 
-fn is_ident_char(c: u8) -> bool {
+pub(crate) fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
-fn is_string_prefix(id: &str) -> bool {
+/// A string prefix (`r`, `b`, `f`, `rb`, `t`...), any case.
+pub(crate) fn is_string_prefix(id: &str) -> bool {
     id.len() <= 2
         && id
             .bytes()
-            .all(|c| matches!(c | 0x20, b'r' | b'b' | b'u' | b'f'))
+            .all(|c| matches!(c | 0x20, b'r' | b'b' | b'u' | b'f' | b't'))
 }
 
-/// Skips the string literal starting at `b[i]` (a quote); returns the index after it.
-/// An f-string's contents are code: they are not skipped, only the opening quote.
+/// Skips the string literal whose quote is at `text[i]`; returns the index after it, or
+/// `None` if it does not end. The replacement fields of an f-string (or t-string) are
+/// code: each name in them goes to `seen` (with whether it follows a `.`), and their
+/// strings, which may reuse the quote (Python 3.12), are skipped in turn.
+pub(crate) fn skip_literal<'a>(
+    text: &'a str,
+    i: usize,
+    f: bool,
+    seen: &mut dyn FnMut(&'a str, bool),
+) -> Option<usize> {
+    skip_literal_in(text, i, f, seen, 0)
+}
+
+/// How deep f-strings may nest in one another before the scan gives up (`None`): the
+/// scan recurses once per level, and a file of 100,000 nested f-strings must not
+/// overflow the stack.
+const MAX_FSTRING_NESTING: u32 = 32;
+
+fn skip_literal_in<'a>(
+    text: &'a str,
+    i: usize,
+    f: bool,
+    seen: &mut dyn FnMut(&'a str, bool),
+    nest: u32,
+) -> Option<usize> {
+    if nest > MAX_FSTRING_NESTING {
+        return None;
+    }
+    let b = text.as_bytes();
+    let q = b[i];
+    let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
+    let mut j = i + if triple { 3 } else { 1 };
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'\n' if !triple => return None,
+            c if c == q => {
+                if !triple {
+                    return Some(j + 1);
+                }
+                if b.get(j + 1) == Some(&q) && b.get(j + 2) == Some(&q) {
+                    return Some(j + 3);
+                }
+                j += 1;
+            }
+            b'{' if f => {
+                if b.get(j + 1) == Some(&b'{') {
+                    j += 2;
+                    continue;
+                }
+                j = skip_field(text, j + 1, seen, nest + 1)?;
+            }
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// Skips an f-string replacement field from just after its `{` to just after its `}`.
+fn skip_field<'a>(
+    text: &'a str,
+    mut j: usize,
+    seen: &mut dyn FnMut(&'a str, bool),
+    nest: u32,
+) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0u32;
+    let mut dot = false;
+    while j < b.len() {
+        let c = b[j];
+        if is_ident_start(c) {
+            let start = j;
+            while j < b.len() && is_ident_char(b[j]) {
+                j += 1;
+            }
+            let id = &text[start..j];
+            if j < b.len() && (b[j] == b'"' || b[j] == b'\'') && is_string_prefix(id) {
+                let f = id.bytes().any(|c| matches!(c | 0x20, b'f' | b't'));
+                j = skip_literal_in(text, j, f, seen, nest)?;
+            } else {
+                seen(id, dot);
+            }
+            dot = false;
+            continue;
+        }
+        dot = c == b'.';
+        match c {
+            b'"' | b'\'' => {
+                j = skip_literal_in(text, j, false, seen, nest)?;
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' => depth = depth.checked_sub(1)?,
+            b'}' => {
+                if depth == 0 {
+                    return Some(j + 1);
+                }
+                depth -= 1;
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    None
+}
+
+/// Skips the string literal starting at `b[i]` (a quote); returns the index after it
+/// (at the end of the line for an unterminated one).
 fn skip_string(b: &[u8], i: usize, fstring: bool) -> usize {
     let q = b[i];
     let triple = b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q);
@@ -308,6 +460,17 @@ mod tests {
         assert!(s.attr("eval") && s.attr("step"));
         assert!(!s.word("criterion") && !s.word("model"));
         assert!(s.any_def(|d| d == "evaluate"));
+    }
+
+    #[test]
+    fn f_string_fields_are_code_and_the_line_goes_on() {
+        // The closing quote once opened a string that hid the rest of the line.
+        let s = Scan::new("vae = load(f\"{ckpt_dir}/vae\", r=None).half()\n");
+        assert!(s.word("ckpt_dir") && s.attr("half"));
+        assert!(!s.word("vae") || s.word("load"));
+        // Nested deeper than the scan follows: the old reading, no overflow.
+        let deep = format!("y = {}x{}\n", "f\"{".repeat(10_000), "}\"".repeat(10_000));
+        let _ = Scan::new(&deep);
     }
 
     #[test]

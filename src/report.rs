@@ -27,6 +27,9 @@ pub struct FileReport {
     pub source: Option<Arc<str>>,
     /// The prefilter showed that no enabled rule can fire here: the file was not parsed.
     pub skipped_by_prefilter: bool,
+    /// Where the lint parsed the file itself: the bytes it parsed (fewer than the file's
+    /// when parsed in parts, [`crate::chunk`]) and the file's bytes.
+    pub parsed_bytes: Option<(usize, usize)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -115,6 +115,14 @@ pub struct Rule {
     /// the raw text before parsing ([`crate::prefilter`]). It may over-approximate,
     /// never drop a finding: a test runs every fixture with and without it.
     pub prefilter: fn(&Scan<'_>) -> bool,
+    /// Where in a file a finding of the rule may be, checked on the scan of each part
+    /// of the file (a function, a method, a class; with the same-file functions it
+    /// calls and the module-level code) that [`crate::chunk`] splits it into: a part
+    /// that passes is parsed, with what it calls and what calls it. `None`: the
+    /// prefilter itself, for a rule whose prefilter already names what must be near its
+    /// finding. Over-approximate it like the prefilter: a test runs every fixture with
+    /// and without chunking.
+    pub parts: Option<fn(&Scan<'_>) -> bool>,
 }
 
 impl Rule {

@@ -355,6 +355,7 @@ static BREAKS: Rule = Rule {
     doc: "",
     check: breaking_check,
     prefilter: |_| true,
+    parts: None,
 };
 
 #[test]

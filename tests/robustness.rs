@@ -565,6 +565,7 @@ static PANICS: Rule = Rule {
     doc: "",
     check: panicking_check,
     prefilter: |_| true,
+    parts: None,
 };
 
 /// A rule that panics costs only itself: the other rules' findings are kept, and the

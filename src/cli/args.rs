@@ -134,6 +134,10 @@ pub struct CheckArgs {
     /// and benchmarks).
     #[arg(long, hide = true)]
     pub no_prefilter: bool,
+    /// Parse only the parts of each file that the rules need (experimental; for tests and
+    /// benchmarks).
+    #[arg(long, hide = true)]
+    pub chunk: bool,
     /// Print on stderr how many files the prefilter let through to the parser.
     #[arg(long, hide = true)]
     pub prefilter_stats: bool,

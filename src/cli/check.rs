@@ -74,6 +74,7 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
     let lint_opts = LintOptions {
         prefilter: !a.no_prefilter,
         parse_only: a.parse_only,
+        chunk: a.chunk,
         max_file_size: a.max_file_size,
     };
     let paths = if a.paths.is_empty() {
@@ -158,6 +159,13 @@ fn run(a: &CheckArgs, confirm: Option<&ConfirmOptions>) -> Result<ExitStatus, Ex
             "prefilter: parsed {} of {} files ({skipped} skipped)",
             reports.len() - skipped,
             reports.len()
+        );
+        let parsed: Vec<(usize, usize)> = reports.iter().filter_map(|r| r.parsed_bytes).collect();
+        let in_parts = parsed.iter().filter(|(p, t)| p < t).count();
+        let (kept, total) = parsed.iter().fold((0, 0), |(k, t), (p, f)| (k + p, t + f));
+        eprintln!(
+            "chunks: the lint parsed {kept} of {total} bytes of the {} files it parsed itself ({in_parts} in parts)",
+            parsed.len()
         );
     }
     let fatal = report_problems(&walk_errors, &reports, a.allow_unlintable);
