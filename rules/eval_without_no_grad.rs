@@ -18,8 +18,12 @@ declare_rule! {
     /// drawn by hand from evaluation data (`x, y = next(iter(test_loader))`: a test
     /// episode, a prediction cell) when nothing there asks for gradients; and a function
     /// that runs the model only to read its outputs detached, hands back nothing it
-    /// computed (a plotting helper's `return ax`) and trains nothing. Reported once
-    /// per region. A file named or placed like a test module (`*_test.py`, `tests.py`,
+    /// computed (a plotting helper's `return ax`) and trains nothing; and, in code that
+    /// trains, a forward whose outputs only reach detached reads (an agent's action
+    /// chosen through the Q-network, a target network's output detached at once, a
+    /// generator run only to be `.detach()`-ed for the critic's step). Models written
+    /// as bare tensors (`W = torch.randn(..., requires_grad=True)`) count: math on
+    /// them is their forward. Reported once per region. A file named or placed like a test module (`*_test.py`, `tests.py`,
     /// under `tests/`) is skipped only when it holds test cases (`test_*` functions or
     /// methods, `Test*` classes, a pytest or unittest import).
     ///
