@@ -33,17 +33,11 @@ const DETACHING: &[&str] = &[
     "grad_fn",
 ];
 
-/// Methods of a tensor that compute nothing new from it (or that train).
+/// Methods of a tensor that compute nothing new from it or that train, beyond the
+/// [`DETACHING`] links.
 const NOT_COMPUTE: &[&str] = &[
     "backward",
-    "detach",
     "detach_",
-    "item",
-    "tolist",
-    "numpy",
-    "size",
-    "dim",
-    "numel",
     "requires_grad_",
     "retain_grad",
     "register_hook",
