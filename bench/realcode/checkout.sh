@@ -76,7 +76,13 @@ for f in "$labels"/*.tsv; do
         done < <(git --git-dir="$gitdir" ls-tree -r -z --full-tree "$commit")
         echo "note $key: $missing blob(s) absent from the snapshot, skipped"
     fi
-    mv "$tmp" "$dest"
+    # -T: never into an existing tree (a second checkout.sh writing the same ROOT at the
+    # same time): that one's tree stands, this copy is dropped.
+    if ! mv -T "$tmp" "$dest" 2>/dev/null; then
+        rm -rf "$tmp"
+        echo "have $key (written meanwhile by another run)"
+        continue
+    fi
     echo "done $key @ $commit"
 done
 exit $status
