@@ -33,7 +33,17 @@ impl<'a> SemanticModel<'a> {
     /// `point_grad_to`, zeroing then setting each parameter's gradient) resets too.
     pub fn grad_reset(&self, call: CallId) -> Option<GradReset<'a>> {
         self.grad_reset_here(call).or_else(|| {
-            let (_, method) = self.method_call(&self.calls[call])?;
+            let c = &self.calls[call];
+            let (recv, method) = self.method_call(c)?;
+            // Only a method of a model of the project: a name-keyed fact must not turn
+            // `optimizer.step()` or `scaler.step(...)` into a reset because some
+            // project wrapper's `step` zeroes gradients.
+            if names::is_module_api_method(method)
+                || method == names::STEP_METHOD
+                || self.is_optimizer(recv, c.site)
+            {
+                return None;
+            }
             self.project()
                 .is_some_and(|p| p.resetting_method(method))
                 .then_some(GradReset::All)
