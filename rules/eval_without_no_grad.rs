@@ -23,9 +23,10 @@ declare_rule! {
     /// chosen through the Q-network, a target network's output detached at once, a
     /// generator run only to be `.detach()`-ed for the critic's step). Models written
     /// as bare tensors (`W = torch.randn(..., requires_grad=True)`) count: math on
-    /// them is their forward. Reported once per region. A file named or placed like a test module (`*_test.py`, `tests.py`,
-    /// under `tests/`) is skipped only when it holds test cases (`test_*` functions or
-    /// methods, `Test*` classes, a pytest or unittest import).
+    /// them is their forward. Reported once per region. A file named or placed like a
+    /// test module (`*_test.py`, `tests.py`, under `tests/`) is skipped only when it
+    /// holds test cases (`test_*` functions or methods, `Test*` classes, a pytest or
+    /// unittest import).
     ///
     /// ## Why is this bad?
     /// With grad enabled every forward records the autograd graph and keeps the
