@@ -291,7 +291,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if named.is_none() && gate.is_none() {
             contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
         }
-        if named.is_none() && gate.is_none() && !grad_calls.is_empty() && !f.is_some_and(|f| reached_from_forward(model, f)) {
+        // A method of a class that trains (an agent's `choose_action` beside its
+        // `learn`) runs between training steps, as the training loop's own code does.
+        let trains_here = !grad_calls.is_empty()
+            || f.and_then(|f| model.scope(f).class).is_some_and(|c| model.class_trains(c));
+        if named.is_none() && gate.is_none() && trains_here && !f.is_some_and(|f| reached_from_forward(model, f)) {
             contexts.push(Region::InTraining);
         }
         let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
@@ -469,11 +473,20 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
     }
     // A region whose forward is a call into a function reported itself is the same
     // problem, reported once, in the callee.
+    // A method called on a receiver of unknown class (`agent.select_action(s)` on an
+    // agent passed in) is that method when the file defines it once.
     let reported: Vec<Option<ScopeId>> = found.iter().map(|(f, _, _)| *f).collect();
+    let into_reported = |i: CallId| match model.callee(i) {
+        Some(g) => reported.contains(&Some(g)),
+        None => model.method_call(&model.calls[i]).is_some_and(|(_, meth)| {
+            let defs = model.methods_named(meth);
+            defs.len() == 1 && reported.contains(&Some(defs[0]))
+        }),
+    };
     out.extend(
         found
             .into_iter()
-            .filter(|(_, first, _)| !model.callee(*first).is_some_and(|g| reported.contains(&Some(g))))
+            .filter(|(_, first, _)| !into_reported(*first))
             .map(|(_, _, d)| d),
     );
 }
@@ -1654,38 +1667,10 @@ fn iterates_eval_loader(model: &SemanticModel<'_>, iter: Node<'_>) -> bool {
     false
 }
 
-/// Whether a call asks for gradients: a backward pass, `torch.autograd.grad`, or
-/// `requires_grad_()`.
+/// Whether a call asks for gradients: a backward pass, `torch.autograd.grad`,
+/// `requires_grad_()`, or a call of a same-file helper that does (the model's fact).
 fn asks_for_grad(model: &SemanticModel<'_>, call: CallId) -> bool {
-    asks_for_grad_within(model, call, 2)
-}
-
-/// [`asks_for_grad`], following calls of same-file helpers that backpropagate
-/// (`self.optimize(loss)`, `backward(total_loss, scaler)`) `depth` levels down.
-fn asks_for_grad_within(model: &SemanticModel<'_>, call: CallId, depth: u32) -> bool {
-    if model.backward_at(call).is_some() {
-        return true;
-    }
-    if depth > 0 {
-        if let Some(g) = model.callee(call) {
-            if model
-                .calls_of_function(Some(g))
-                .into_iter()
-                .any(|i| model.function_of(model.calls[i].site.scope) == Some(g) && asks_for_grad_within(model, i, depth - 1))
-            {
-                return true;
-            }
-        }
-    }
-    let c = &model.calls[call];
-    if model
-        .method_call(c)
-        .is_some_and(|(_, m)| m == "requires_grad_")
-    {
-        return true;
-    }
-    model.qualified(c.function)
-        .is_some_and(|q| q.is_torch() && q.has_module("autograd") && q.last() == Some("grad"))
+    model.asks_for_grad(call)
 }
 
 /// Whether a function asks for gradients itself: it backpropagates, calls

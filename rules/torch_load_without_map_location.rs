@@ -24,9 +24,11 @@ declare_rule! {
     /// `**kwargs`), projects that never use CUDA, loads of whole pickled objects (a
     /// model, a dataset, RNG states) that no `load_state_dict` receives, files known by
     /// name to hold no tensors (an index, a vocabulary, a config, metadata), scheduler
-    /// and scaler states, and, where only the project runs on CUDA: weights loaded in a
-    /// class's `__init__` (a model zoo's backbone), tests, TPU code, and a file the same
-    /// code saved from modules it never placed on a device.
+    /// and scaler states, a file the same class wrote from the CPU
+    /// (`torch.save(net.cpu().state_dict(), path)`, the net moved back to the GPU after),
+    /// and, where only the project runs on CUDA: weights loaded in a class's `__init__`
+    /// (a model zoo's backbone), tests, TPU code, and a file the same code saved from
+    /// modules it never placed on a device.
     ///
     /// ## Example
     /// ```python

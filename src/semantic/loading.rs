@@ -419,6 +419,16 @@ impl<'a> SemanticModel<'a> {
     /// weights, files the project did not write), and a file this code saved itself
     /// (`torch.save(net.state_dict(), p)` ... `torch.load(p)` in a CPU script).
     pub fn load_may_be_gpu(&self, load: &TorchLoad<'a>, file_cuda: bool) -> bool {
+        // The same code wrote that file from the CPU (`torch.save(net.cpu().state_dict(),
+        // path)`, moving the net back to the GPU after): CPU tensors, wherever it runs.
+        if load.file.is_some_and(|file| {
+            self.saved_from_cpu(
+                self.text(file),
+                self.class_of(self.calls[load.call].site.scope),
+            )
+        }) {
+            return false;
+        }
         if file_cuda {
             return true;
         }
@@ -455,6 +465,44 @@ impl<'a> SemanticModel<'a> {
             }
         }
         self.project().is_some_and(|p| p.project_cuda())
+    }
+
+    /// Whether a `torch.save` of this file, in the same class as the load (`class`),
+    /// writes to `path` (the same expression text) what a `.cpu()` in its value's chain
+    /// put on the CPU (`net.cpu().state_dict()`).
+    fn saved_from_cpu(&self, path: &str, class: Option<ScopeId>) -> bool {
+        self.calls.iter().any(|o| {
+            self.class_of(o.site.scope) == class
+                && self
+                    .qualified(o.function)
+                    .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+                && self
+                    .positional_args(o.node)
+                    .nth(1)
+                    .is_some_and(|a| self.text(a) == path)
+                && self.positional_args(o.node).next().is_some_and(|saved| {
+                    let mut x = unwrap_parens(saved);
+                    for _ in 0..16 {
+                        let Some(f) = (x.kind_str() == "call")
+                            .then(|| x.field("function"))
+                            .flatten()
+                        else {
+                            return false;
+                        };
+                        if f.kind_str() != "attribute" {
+                            return false;
+                        }
+                        if f.field("attribute").is_some_and(|a| self.text(a) == "cpu") {
+                            return true;
+                        }
+                        match f.field("object") {
+                            Some(o) => x = unwrap_parens(o),
+                            None => return false,
+                        }
+                    }
+                    false
+                })
+        })
     }
 
     /// Whether what `torch.save` writes (`model.state_dict()`, `self.net`) comes from a

@@ -346,6 +346,9 @@ struct Memos<'a> {
     bare_backwards: OnceCell<FxHashSet<(Option<ScopeId>, &'a str)>>,
     /// Functions with a backward pass in them (or in functions nested in them).
     backward_functions: OnceCell<FxHashSet<ScopeId>>,
+    /// Functions whose own body asks for gradients, directly or through same-file
+    /// functions it calls (see `SemanticModel::asks_for_grad_fn`).
+    grad_functions: OnceCell<FxHashSet<ScopeId>>,
     /// Assignments by enclosing function.
     assigns_by_function: OnceCell<FxHashMap<Option<ScopeId>, Vec<AssignId>>>,
     /// The file's indentation unit where no block near a fix says.

@@ -11,6 +11,72 @@ impl<'a> SemanticModel<'a> {
         self.backwards.get(i).filter(|b| b.call == call)
     }
 
+    /// Whether a call asks for gradients where it stands: a backward pass,
+    /// `torch.autograd.grad(...)`, or `x.requires_grad_()`.
+    pub fn asks_for_grad_directly(&self, call: CallId) -> bool {
+        if self.backward_at(call).is_some() {
+            return true;
+        }
+        let c = &self.calls[call];
+        if self
+            .method_call(c)
+            .is_some_and(|(_, m)| m == "requires_grad_")
+        {
+            return true;
+        }
+        self.qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.has_module("autograd") && q.last() == Some("grad"))
+    }
+
+    /// Whether a call asks for gradients: [`Self::asks_for_grad_directly`], or a call of
+    /// a same-file function that does ([`Self::asks_for_grad_fn`]: `self.optimize(loss)`,
+    /// `backward(total_loss, scaler)`).
+    pub fn asks_for_grad(&self, call: CallId) -> bool {
+        self.asks_for_grad_directly(call)
+            || self.callee(call).is_some_and(|g| self.asks_for_grad_fn(g))
+    }
+
+    /// Whether function `f`'s own body (not the functions nested in it) asks for
+    /// gradients, directly or through the same-file functions it calls, at any depth.
+    /// Computed once per file: each function asking directly, then its callers, back
+    /// along the call graph.
+    pub fn asks_for_grad_fn(&self, f: ScopeId) -> bool {
+        self.grad_functions().contains(&f)
+    }
+
+    fn grad_functions(&self) -> &FxHashSet<ScopeId> {
+        self.memo.grad_functions.get_or_init(|| {
+            let mut set = FxHashSet::default();
+            let mut work: Vec<ScopeId> = self
+                .calls
+                .ids()
+                .filter(|&i| self.asks_for_grad_directly(i))
+                .filter_map(|i| self.function_of(self.calls[i].site.scope))
+                .collect();
+            while let Some(g) = work.pop() {
+                if !set.insert(g) {
+                    continue;
+                }
+                work.extend(
+                    self.callers(g)
+                        .iter()
+                        .filter_map(|&i| self.function_of(self.calls[i].site.scope))
+                        .filter(|h| !set.contains(h)),
+                );
+            }
+            set
+        })
+    }
+
+    /// Whether one of a class's methods asks for gradients ([`Self::asks_for_grad_fn`]):
+    /// an agent whose `learn` backpropagates, a GAN wrapper's `optimize_parameters`. Its
+    /// other methods run between training steps (an agent's `choose_action`).
+    pub fn class_trains(&self, class: ScopeId) -> bool {
+        self.grad_functions()
+            .iter()
+            .any(|&g| self.scope(g).class == Some(class))
+    }
+
     /// The optimizer a call steps: `opt.step()`, `scaler.step(opt)`.
     pub fn optimizer_step(&self, call: CallId) -> Option<Node<'a>> {
         let c = &self.calls[call];

@@ -275,15 +275,49 @@ impl<'a> SemanticModel<'a> {
 
     /// The same-file class a name was constructed from (`trainer = Trainer(...)`).
     fn instance_class(&self, recv: Node<'_>, site: Site) -> Option<ScopeId> {
-        let b = self.resolve(recv, site, recv.start_byte())?;
-        let v = self.bindings[b].value?;
-        if v.kind_str() != "call" || self.bindings[b].index.is_some() {
-            return None;
+        let mut recv = recv;
+        let mut site = site;
+        // `net = QNet(...).to(device)`, `net = net.cuda()`: a module's conversions and
+        // mode switches hand back the module itself, so its class is still known.
+        let mut through_module_api = false;
+        for _ in 0..8 {
+            let b = self.resolve(recv, site, recv.start_byte())?;
+            let mut v = unwrap_parens(self.bindings[b].value?);
+            if v.kind_str() != "call" || self.bindings[b].index.is_some() {
+                return None;
+            }
+            loop {
+                let f = unwrap_parens(v.field("function")?);
+                match f.kind_str() {
+                    "identifier" => {
+                        let class = self.classes.get(self.text(f)).copied()?;
+                        return (!through_module_api || self.is_module_class(class))
+                            .then_some(class);
+                    }
+                    "attribute" => {
+                        let m = self.text(f.field("attribute")?);
+                        if !(names::is_conversion_method(m)
+                            || names::RETURNS_SELF_METHODS.contains(&m))
+                        {
+                            return None;
+                        }
+                        through_module_api = true;
+                        let object = unwrap_parens(f.field("object")?);
+                        match object.kind_str() {
+                            "call" => v = object,
+                            "identifier" => {
+                                site = self.bindings[b].site;
+                                recv = object;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                    _ => return None,
+                }
+            }
         }
-        let f = v.field("function")?;
-        (f.kind_str() == "identifier")
-            .then(|| self.classes.get(self.text(f)).copied())
-            .flatten()
+        None
     }
 
     pub(super) fn eval(&self, node: Node<'_>, site: Site, depth: u32) -> Value {
