@@ -37,6 +37,9 @@ pub fn is_scalar_logger_method(method: &str) -> bool {
 pub const DTYPE_METHODS: &[&str] = &["half", "bfloat16", "float", "double"];
 /// Moves to a device by method name (`.cuda()`), `to` aside.
 pub const DEVICE_METHODS: &[&str] = &["cuda", "cpu"];
+
+/// `torch.Tensor` reductions: on a tensor with a graph, the result carries it.
+pub const TENSOR_REDUCTIONS: &[&str] = &["mean", "sum", "norm", "prod", "max", "min", "std", "var"];
 /// The general conversion (`.to(torch.float16)`, `.to(device)`).
 pub const TO_METHOD: &str = "to";
 

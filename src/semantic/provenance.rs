@@ -281,7 +281,10 @@ impl<'a> SemanticModel<'a> {
         // mode switches hand back the module itself, so its class is still known.
         let mut through_module_api = false;
         for _ in 0..8 {
-            let b = self.resolve(recv, site, recv.start_byte())?;
+            let b = match self.resolve(recv, site, recv.start_byte()) {
+                Some(b) => b,
+                None => self.attribute_of_instance(recv, site)?,
+            };
             let mut v = unwrap_parens(self.bindings[b].value?);
             if v.kind_str() != "call" || self.bindings[b].index.is_some() {
                 return None;
@@ -320,6 +323,23 @@ impl<'a> SemanticModel<'a> {
         None
     }
 
+    /// The binding of `obj.attr` where `obj` is an instance of a class of this file
+    /// (`trainer.policy_net` with `self.policy_net = PolicyNet(...)` in the trainer's
+    /// `__init__`): the store in `__init__`, else the first.
+    fn attribute_of_instance(&self, recv: Node<'_>, site: Site) -> Option<BindingId> {
+        if recv.kind_str() != "attribute" {
+            return None;
+        }
+        let object = unwrap_parens(recv.field("object")?);
+        let attr = self.text(recv.field("attribute")?);
+        let class = self.instance_class(object, site)?;
+        let list = self.names.get(&NameKey::Attr(class, attr))?;
+        list.iter()
+            .find(|&&b| self.scope(self.bindings[b].site.scope).name == "__init__")
+            .or_else(|| list.first())
+            .copied()
+    }
+
     pub(super) fn eval(&self, node: Node<'_>, site: Site, depth: u32) -> Value {
         if depth > MAX_DEPTH {
             self.memo.depth_exceeded.set(true);
@@ -348,6 +368,8 @@ impl<'a> SemanticModel<'a> {
                     }
                     // `self.heads[i]` of a module container is a module.
                     Value::Module => Value::Module,
+                    // Indexing adds no graph: `out.detach().cpu().numpy()[0]`.
+                    Value::Detached => Value::Detached,
                     _ => Value::Unknown,
                 }
             }
@@ -814,11 +836,19 @@ impl<'a> SemanticModel<'a> {
                 }
                 // An attribute this file binds (`self.value = nn.Linear(...)`) is that
                 // object, not a project method that happens to share its name.
+                // A tensor reduction is the tensor's own unless the receiver is an
+                // instance of a class of this file (`loss.mean()` beside a project's
+                // `MeanBuffer.mean`).
                 "attribute" => {
                     self.resolve(func, site, func.start_byte()).is_none()
-                        && func
-                            .field("attribute")
-                            .is_some_and(|a| p.detached_method(self.text(a)))
+                        && func.field("attribute").is_some_and(|a| {
+                            let m = self.text(a);
+                            p.detached_method(m)
+                                && (!names::TENSOR_REDUCTIONS.contains(&m)
+                                    || func.field("object").is_some_and(|o| {
+                                        matches!(self.eval(o, site, d), Value::Instance(_))
+                                    }))
+                        })
                 }
                 _ => false,
             };

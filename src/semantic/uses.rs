@@ -116,11 +116,7 @@ impl<'a> SemanticModel<'a> {
                 let no_args = args.is_none_or(|a| a.named_child_count() == 0);
                 if f.kind_str() == "attribute" {
                     let m = f.field("attribute").map_or("", |a| self.text(a));
-                    if matches!(
-                        m,
-                        "mean" | "sum" | "norm" | "prod" | "max" | "min" | "std" | "var"
-                    ) && no_args
-                    {
+                    if names::TENSOR_REDUCTIONS.contains(&m) && no_args {
                         return true;
                     }
                     if matches!(m, "size" | "numel" | "item" | "dim") {
