@@ -1286,6 +1286,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
                 _ => None,
             })
             .collect();
+        // What holds a module as an attribute is a module too (`ac.pi.parameters()`:
+        // `ac` is an actor-critic whose heads are called as `ac.pi(obs)`).
+        let holders: Vec<&'a str> = handled_as_module
+            .iter()
+            .filter_map(|t| t.rsplit_once('.').map(|(holder, _)| holder))
+            .filter(|h| *h != "self" && !h.contains(['(', '[']))
+            .collect();
+        handled_as_module.extend(holders);
         handled_as_module.sort_unstable();
         handled_as_module.dedup();
         // Names only a module answers to (`G.load_state_dict(...)`, `net.parameters()`,

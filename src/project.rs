@@ -1418,7 +1418,15 @@ impl ProjectIndex {
                 }
             }
             for i in &s.imports {
-                let Some(name) = &i.name else { continue };
+                let Some(name) = &i.name else {
+                    // `import pkg.core as core`: its module classes, as `core.Net`.
+                    if let Some(file) = resolver.module_file(p, &i.module) {
+                        for class in &files[&file].module_classes {
+                            f.module_imports.insert(format!("{}.{class}", i.local));
+                        }
+                    }
+                    continue;
+                };
                 let Some(file) = resolver.module_file(p, &i.module) else {
                     continue;
                 };

@@ -559,8 +559,11 @@ impl<'a> Builder<'a> {
             (expr, None)
         };
         let q = self.m.qualified(callee)?;
-        // `torch.no_grad`, `torch.autograd.grad_mode.no_grad`; `with torch:` names no mode.
         let segs = q.segments();
+        if names::LIBRARY_NO_GRAD_CONTEXTS.contains(&segs) {
+            return Some(GradMode::Disabled);
+        }
+        // `torch.no_grad`, `torch.autograd.grad_mode.no_grad`; `with torch:` names no mode.
         if !q.is_torch()
             || segs.len() < 2
             || segs[1..segs.len() - 1]

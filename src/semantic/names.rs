@@ -38,6 +38,13 @@ pub const DTYPE_METHODS: &[&str] = &["half", "bfloat16", "float", "double"];
 /// Moves to a device by method name (`.cuda()`), `to` aside.
 pub const DEVICE_METHODS: &[&str] = &["cuda", "cpu"];
 
+/// Context managers of other libraries documented to run their body under
+/// `torch.no_grad()` (MONAI's `eval_mode(net)` also switches the nets to eval mode).
+pub const LIBRARY_NO_GRAD_CONTEXTS: &[&[&str]] = &[
+    &["monai", "networks", "eval_mode"],
+    &["monai", "networks", "utils", "eval_mode"],
+];
+
 /// `torch.Tensor` reductions: on a tensor with a graph, the result carries it.
 pub const TENSOR_REDUCTIONS: &[&str] = &["mean", "sum", "norm", "prod", "max", "min", "std", "var"];
 /// The general conversion (`.to(torch.float16)`, `.to(device)`).

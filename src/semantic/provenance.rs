@@ -889,6 +889,11 @@ impl<'a> SemanticModel<'a> {
                 if class_like {
                     return self.call_by_name(name, node, site, d);
                 }
+                // `def ppo(env_fn, actor_critic=core.MLPActorCritic): ac = actor_critic(...)`:
+                // a parameter whose default is a class constructs what that class does.
+                if let Some(default) = self.class_default(func, site) {
+                    return self.call_by_name(default, node, site, d);
+                }
                 match self.eval(func, site, d) {
                     Value::Module => self.module_output(node, site, d),
                     Value::LossFn => self.apply_loss(node, site, d),
@@ -958,6 +963,41 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// A call known only by its name (defined in another file).
+    /// The class a parameter defaults to (`actor_critic=core.MLPActorCritic`,
+    /// `model_cls=Net`), as written, when its last segment is capitalised.
+    fn class_default(&self, func: Node<'_>, site: Site) -> Option<&'a str> {
+        let b = self.resolve(func, site, func.start_byte())?;
+        let bd = &self.bindings[b];
+        if bd.kind != BindingKind::Parameter {
+            return None;
+        }
+        let params = self.scope(bd.site.scope).node.field("parameters")?;
+        let mut c = params.walk();
+        let default = params.named_children(&mut c).find_map(|p| {
+            if !matches!(
+                p.kind_str(),
+                "default_parameter" | "typed_default_parameter"
+            ) {
+                return None;
+            }
+            let named = p.field("name").is_some_and(|n| self.text(n) == bd.name);
+            named.then(|| p.field("value")).flatten()
+        })?;
+        let last = match default.kind_str() {
+            "identifier" => default,
+            "attribute" => default.field("attribute")?,
+            _ => return None,
+        };
+        if !self
+            .text(last)
+            .starts_with(|c: char| c.is_ascii_uppercase())
+        {
+            return None;
+        }
+        // `core.MLPActorCritic` is known to the project by its dotted text.
+        Some(self.text(default))
+    }
+
     fn call_by_name(&self, name: &str, call: Node<'_>, site: Site, d: u32) -> Value {
         // An `nn.Module` subclass of another project file, whatever its name.
         // ... or a project function handing back a model it placed on a device
