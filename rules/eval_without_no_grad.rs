@@ -650,6 +650,19 @@ fn chain_detached(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, site
     Some(detached)
 }
 
+/// Whether the chain of reads from `node` up to `top` calls the method `name`.
+fn chain_has(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, name: &str) -> bool {
+    let mut n = node;
+    while n.id() != top.id() {
+        let Some(p) = n.parent() else { break };
+        if p.kind_str() == "attribute" && p.field("attribute").is_some_and(|a| model.text(a) == name) {
+            return true;
+        }
+        n = p;
+    }
+    false
+}
+
 /// Whether an expression is detached at some link of its chain of reads:
 /// `self.actor(s).cpu().data.numpy().flatten()`.
 fn expr_detached(model: &SemanticModel<'_>, e: Node<'_>, site: Site) -> bool {
@@ -719,7 +732,14 @@ fn only_detached<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>, ta
     let c = &model.calls[call];
     let top = read_chain(c.node);
     if top.id() != c.node.id() {
-        return chain_detached(model, c.node, top, c.site) == Some(true);
+        match chain_detached(model, c.node, top, c.site) {
+            Some(true) => return true,
+            // A read of the shape only, or `requires_grad_()` turning the graph back on.
+            None => return false,
+            Some(false) if chain_has(model, c.node, top, "requires_grad_") => return false,
+            // Not detached yet (`net(x).max(1)[1]`): where the chain's value goes decides.
+            Some(false) => {}
+        }
     }
     if model.value(top, c.site) == Value::Detached {
         return true;
@@ -727,8 +747,8 @@ fn only_detached<'a>(model: &SemanticModel<'a>, call: CallId, body: Node<'a>, ta
     // A same-file helper (`agent.select_action(s)`, on an agent of this file or passed
     // in): what every method of that name returns.
     let defs: Vec<ScopeId> = match (model.callee(call), model.method_call(c)) {
-        (Some(g), _) => vec![g],
-        (None, Some((_, meth))) => method_defs(model, meth).collect(),
+        (Some(g), _) if top.id() == c.node.id() => vec![g],
+        (None, Some((_, meth))) if top.id() == c.node.id() => method_defs(model, meth).collect(),
         _ => Vec::new(),
     };
     if defs.iter().any(|&g| !model.scope(g).returns.is_empty())
