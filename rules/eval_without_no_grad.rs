@@ -650,6 +650,28 @@ fn chain_detached(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, site
     Some(detached)
 }
 
+/// Whether the chain of reads from `node` up to `top` is only calls of conversions
+/// (`.to(device)`, `.cpu()`, `.float()`) and `.detach()`, which change nothing in place.
+fn discards_conversion(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>) -> bool {
+    let mut n = node;
+    let mut calls = 0;
+    while n.id() != top.id() {
+        let Some(p) = n.parent() else { return false };
+        match p.kind_str() {
+            "attribute" => {
+                let m = p.field("attribute").map_or("", |a| model.text(a));
+                if !(names::is_conversion_method(m) || m == "detach") {
+                    return false;
+                }
+            }
+            "call" => calls += 1,
+            _ => return false,
+        }
+        n = p;
+    }
+    calls > 0
+}
+
 /// Whether the chain of reads from `node` up to `top` calls the method `name`.
 fn chain_has(model: &SemanticModel<'_>, node: Node<'_>, top: Node<'_>, name: &str) -> bool {
     let mut n = node;
@@ -954,6 +976,14 @@ fn bound_only_read_detached<'a>(
             // needs no graph), or nothing at all in a script.
             let displayed = chain.id() == n.id()
                 && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement");
+            // A conversion whose result is thrown away (`q_backup.to(device)` as a
+            // statement, a stray `target.detach()`): nothing flows from it.
+            let discarded = chain.id() != n.id()
+                && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement")
+                && discards_conversion(model, n, chain);
+            if discarded {
+                continue;
+            }
             let detached = if plotted || displayed {
                 Some(true)
             } else if chain.id() == n.id() {

@@ -1419,10 +1419,15 @@ impl ProjectIndex {
             }
             for i in &s.imports {
                 let Some(name) = &i.name else {
-                    // `import pkg.core as core`: its module classes, as `core.Net`.
+                    // `import pkg.core as core`: its module classes, as `core.Net`;
+                    // `from pkg.networks import *`: as `Net`.
                     if let Some(file) = resolver.module_file(p, &i.module) {
                         for class in &files[&file].module_classes {
-                            f.module_imports.insert(format!("{}.{class}", i.local));
+                            f.module_imports.insert(if i.local == "*" {
+                                class.clone()
+                            } else {
+                                format!("{}.{class}", i.local)
+                            });
                         }
                     }
                     continue;
