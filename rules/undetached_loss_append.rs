@@ -19,8 +19,10 @@ declare_rule! {
     ///
     /// Not flagged: detached values (`.item()`, `.detach()`, `float(...)`), code under
     /// `torch.no_grad()`/`torch.inference_mode()` (or Lightning's `validation_step`),
-    /// containers created fresh in the same iteration, and containers that are later
-    /// backpropagated (`torch.stack(losses).sum().backward()`).
+    /// containers created fresh in the same iteration, containers that are later
+    /// backpropagated (`torch.stack(losses).sum().backward()`), and objects of another
+    /// package's class whose `append` is that library's (MONAI's `CumulativeAverage`
+    /// detaches what it is given).
     ///
     /// ## Example
     /// ```python
@@ -83,6 +85,10 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             continue;
         }
         if !names::GROWTH_METHODS.contains(&method) {
+            continue;
+        }
+        // A library's accumulator (`CumulativeAverage().append(loss)`) is not a list.
+        if model.built_by_imported_class(container, call.site) {
             continue;
         }
         // `insert(index, value)`: the value is the second argument.

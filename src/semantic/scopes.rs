@@ -188,6 +188,42 @@ impl<'a> SemanticModel<'a> {
             .map(|b| &self.bindings[b])
     }
 
+    /// Whether `expr` (a name or `self.attr`) is bound to an object built from a class
+    /// imported from another package (`run_loss = CumulativeAverage()` from
+    /// `monai.metrics`): what its methods do with their arguments is that library's,
+    /// not a Python list's.
+    pub fn built_by_imported_class(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(value) = self.binding_of(expr, site).and_then(|b| b.value) else {
+            return false;
+        };
+        let value = unwrap_parens(value);
+        if value.kind_str() != "call" {
+            return false;
+        }
+        let Some(f) = value.field("function") else {
+            return false;
+        };
+        let head = match f.kind_str() {
+            "identifier" => f,
+            "attribute" => match f.field("object") {
+                Some(o) if o.kind_str() == "identifier" => o,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        let last = match f.kind_str() {
+            "attribute" => f.field("attribute").map_or("", |a| self.text(a)),
+            _ => self.text(f),
+        };
+        last.starts_with(|c: char| c.is_ascii_uppercase())
+            && self
+                .binding_of(head, site)
+                .is_some_and(|b| b.kind == BindingKind::Import)
+            && self
+                .qualified(f)
+                .is_none_or(|q| q.first() != Some("collections"))
+    }
+
     /// The key of a plain name or `self.attr` expression.
     pub fn name_key(&self, expr: Node<'_>, scope: ScopeId) -> Option<NameKey<'a>> {
         match expr.kind_str() {
