@@ -293,8 +293,12 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         }
         // A method of a class that trains (an agent's `choose_action` beside its
         // `learn`) runs between training steps, as the training loop's own code does.
+        // So does a helper whose result a caller backpropagates (`loss =
+        // calc_loss(batch, net, tgt_net)`): a target network's forward in it is read
+        // only detached.
         let trains_here = !grad_calls.is_empty()
-            || f.and_then(|f| model.scope(f).class).is_some_and(|c| model.class_trains(c));
+            || f.and_then(|f| model.scope(f).class).is_some_and(|c| model.class_trains(c))
+            || f.is_some_and(|f| model.returns_into_backward(f));
         if named.is_none() && gate.is_none() && trains_here && !f.is_some_and(|f| reached_from_forward(model, f)) {
             contexts.push(Region::InTraining);
         }
@@ -1160,7 +1164,7 @@ fn result_feeds_grad(model: &SemanticModel<'_>, call: CallId) -> bool {
                 let mut stack = vec![t];
                 while let Some(x) = stack.pop() {
                     if matches!(x.kind_str(), "identifier" | "attribute")
-                        && model.flows_into_backward(x, c.site)
+                        && model.bound_flows_into_backward(x, p, c.site)
                     {
                         return true;
                     }

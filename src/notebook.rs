@@ -336,6 +336,8 @@ fn blank_ipython(text: &mut String) {
     let mut out = String::with_capacity(text.len());
     let mut whole_cell = false;
     let mut first = true;
+    let mut code = Continuation::default();
+    let mut magic_continues = false;
     for line in text.split_inclusive('\n') {
         let body = line.trim_end_matches(['\n', '\r']);
         let ending = &line[body.len()..];
@@ -345,15 +347,23 @@ fn blank_ipython(text: &mut String) {
         if !trimmed.is_empty() {
             first = false;
         }
-        let blank = if whole_cell {
+        let blank = if whole_cell || magic_continues {
             true
         } else if is_first && trimmed.starts_with("%%") {
             let name = trimmed[2..].split_whitespace().next().unwrap_or("");
             whole_cell = !matches!(name, "time" | "timeit" | "capture" | "prun" | "debug");
             true
         } else {
-            is_ipython_line(trimmed)
+            // `%` opening a line inside brackets is Python's modulo (`print('%d'` then
+            // `% (step, n))` on the next line), not a magic: IPython only reads magics
+            // at the start of a logical line.
+            code.at_line_start() && is_ipython_line(trimmed)
         };
+        if !blank {
+            code.scan(body);
+        }
+        // `!python train.py \` goes on to the next line: the shell command's.
+        magic_continues = blank && !whole_cell && body.ends_with('\\');
         if blank {
             // `pass` keeps an indented block a block; pad to keep byte offsets.
             let mut repl = String::from(indent);
@@ -372,8 +382,75 @@ fn blank_ipython(text: &mut String) {
     *text = out;
 }
 
+/// Where a cell's Python stands at the end of a line: inside brackets, inside a
+/// triple-quoted string, or continued by a backslash. A line scanned in such a state
+/// continues the previous logical line.
+#[derive(Default)]
+struct Continuation {
+    depth: u32,
+    /// The quote of the triple-quoted string left open.
+    triple: Option<u8>,
+    backslash: bool,
+}
+
+impl Continuation {
+    fn at_line_start(&self) -> bool {
+        self.depth == 0 && self.triple.is_none() && !self.backslash
+    }
+
+    fn scan(&mut self, line: &str) {
+        let b = line.as_bytes();
+        let mut i = 0;
+        self.backslash = false;
+        while i < b.len() {
+            if let Some(q) = self.triple {
+                match b[i] {
+                    b'\\' => i += 2,
+                    c if c == q && b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) => {
+                        self.triple = None;
+                        i += 3;
+                    }
+                    _ => i += 1,
+                }
+                continue;
+            }
+            match b[i] {
+                b'#' => return,
+                b'(' | b'[' | b'{' => self.depth += 1,
+                b')' | b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                b'\\' if b[i + 1..].iter().all(u8::is_ascii_whitespace) => {
+                    self.backslash = true;
+                    return;
+                }
+                q @ (b'"' | b'\'') => {
+                    if b.get(i + 1) == Some(&q) && b.get(i + 2) == Some(&q) {
+                        self.triple = Some(q);
+                        i += 3;
+                        continue;
+                    }
+                    // A one-line string; one left open ends at the line's end.
+                    i += 1;
+                    while i < b.len() && b[i] != q {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+}
+
 fn is_ipython_line(t: &str) -> bool {
     if t.starts_with('%') || t.starts_with('!') || t.starts_with('?') {
+        return true;
+    }
+    // Automagics: `pip install x` runs `%pip`; as Python it is no statement at all.
+    let mut words = t.split_whitespace();
+    if matches!(
+        (words.next(), words.next()),
+        (Some("pip" | "conda"), Some("install" | "uninstall"))
+    ) {
         return true;
     }
     if t.ends_with('?') && !t.contains('#') {
@@ -656,6 +733,28 @@ mod tests {
         assert!(written_module("%%writefile\n").is_none());
         assert!(written_module("%%bash\necho a.py\n").is_none());
         assert!(written_module("x = 1  # %%writefile a.py\n").is_none());
+    }
+
+    #[test]
+    fn percent_inside_brackets_is_modulo() {
+        // The continuation lines of a call, a triple-quoted string and a backslash
+        // continuation are not magics; a magic after them is.
+        let cell = "print('%d of %d'\n      % (i, n))\ns = \"\"\"\n%notmagic\n\"\"\"\nx = 1 + \\\n%2\n%time f()\n";
+        let mut text = cell.to_owned();
+        blank_ipython(&mut text);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "      % (i, n))");
+        assert_eq!(lines[3], "%notmagic");
+        assert_eq!(lines[6], "%2");
+        assert_eq!(lines[7].trim_end(), "pass");
+        assert_eq!(text.len(), cell.len());
+        // A shell command continued by backslashes is one magic; so is an automagic.
+        let cell =
+            "!python train.py \\\n    --lr 1e-4 \\\n    --bf16\npip install -q peft\nx = 1\n";
+        let mut text = cell.to_owned();
+        blank_ipython(&mut text);
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        assert_eq!(lines, ["pass", "pass", "pass", "pass", "x = 1"]);
     }
 
     #[test]

@@ -102,6 +102,10 @@ pub struct CallSummary {
     /// make_val_step(model); step(x)` runs the closure the factory hands back.
     #[serde(default)]
     pub result: bool,
+    /// The call's result flows into a backward here: the callee computes part of a
+    /// training step's loss.
+    #[serde(default)]
+    pub trains: bool,
 }
 
 /// What one file tells the others.
@@ -142,6 +146,9 @@ pub struct FileFacts {
     /// Functions of this file (by [`FnSummary::name`]) called from other files, with
     /// whether every such call runs under `no_grad`.
     pub external_callers: BTreeMap<String, bool>,
+    /// Functions of this file (by [`FnSummary::name`]) whose results another file
+    /// backpropagates.
+    pub training_callers: BTreeSet<String>,
     /// Imported names that are project functions returning detached values.
     pub detached_imports: BTreeSet<String>,
     /// Method names whose every project definition returns a detached value.
@@ -246,6 +253,7 @@ pub enum FactQuery {
     ProjectCuda,
     ProjectTrains,
     DetachedForward(String),
+    TrainingCaller(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -263,6 +271,7 @@ impl FactQuery {
         match self {
             FactQuery::Torch => Answer::Bool(f.torch),
             FactQuery::ExternalCaller(n) => Answer::Caller(f.external_callers.get(n).copied()),
+            FactQuery::TrainingCaller(n) => Answer::Bool(f.training_callers.contains(n)),
             FactQuery::DetachedImport(n) => Answer::Bool(f.detached_imports.contains(n)),
             FactQuery::DetachedMethod(n) => Answer::Bool(f.detached_methods.contains(n)),
             FactQuery::ModuleImport(n) => Answer::Bool(f.module_imports.contains(n)),
@@ -323,6 +332,12 @@ impl<'m> Facts<'m> {
     pub fn torch(&self) -> bool {
         self.ask(|| FactQuery::Torch);
         self.facts.torch
+    }
+
+    /// Whether another file backpropagates what this file's function `name` returns.
+    pub fn training_caller(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::TrainingCaller(name.to_owned()));
+        self.facts.training_callers.contains(name)
     }
 
     /// Whether every call of this file's function `name` from other files runs under
@@ -844,6 +859,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             continue;
         }
         let no_grad = model.grad_mode(call.site) == GradMode::Disabled;
+        let trains = model.call_flows_into_backward(call.node);
         let targets = factories
             .into_iter()
             .map(|f| (f, true))
@@ -855,6 +871,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     attr: attr.clone(),
                     no_grad,
                     result,
+                    trains: !result && trains,
                 });
             }
         }
@@ -1255,11 +1272,15 @@ impl ProjectIndex {
         }
         // Cross-file callers of each function: (file, name) -> all under no_grad.
         let mut callers: BTreeMap<(PathBuf, String), bool> = BTreeMap::new();
+        let mut trainers: BTreeSet<(PathBuf, String)> = BTreeSet::new();
         for (p, s) in &files {
             for call in &s.calls {
                 let Some(target) = resolver.call_target(p, s, call) else {
                     continue;
                 };
+                if call.trains {
+                    trainers.insert(target.clone());
+                }
                 let e = callers.entry(target).or_insert(true);
                 *e &= call.no_grad;
             }
@@ -1410,6 +1431,9 @@ impl ProjectIndex {
             for func in &s.functions {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
+                }
+                if trainers.contains(&(p.clone(), func.name.clone())) {
+                    f.training_callers.insert(func.name.clone());
                 }
                 // The closure this function returns, called where its result went.
                 let result = format!("{}()", func.name);

@@ -1286,7 +1286,9 @@ impl<'a> SemanticModel<'a> {
                         continue;
                     }
                     "call" => {
+                        flow.calls.insert(expr.id());
                         if let Some(f) = self.callee_of_node(expr) {
+                            flow.returning.insert(f);
                             if returned.insert((f, i)) {
                                 for &(r, rs) in &self.scope(f).returns {
                                     work.push((r, rs, Some(i)));
@@ -1350,8 +1352,10 @@ impl<'a> SemanticModel<'a> {
                         if detaching {
                             continue;
                         }
+                        flow.calls.insert(n.id());
                         // The result of a same-file call: what the callee returns flows on.
                         if let Some(f) = self.callee_of_node(n) {
+                            flow.returning.insert(f);
                             if returned.insert((f, u32::MAX)) {
                                 for &(r, rs) in &self.scope(f).returns {
                                     work.push((r, rs, None));
@@ -1810,6 +1814,11 @@ pub(super) struct BackwardFlow<'a> {
     bindings: FxHashSet<BindingId>,
     /// Bindings marked but not yet followed.
     pending: Vec<BindingId>,
+    /// Functions of the file whose results flow into a backward: pieces of a training
+    /// step (`loss = compute_loss(batch, net, target_net)`).
+    returning: FxHashSet<ScopeId>,
+    /// Calls whose results flow into a backward, by node id.
+    calls: FxHashSet<usize>,
 }
 
 impl BackwardFlow<'_> {
@@ -1976,9 +1985,54 @@ impl<'a> SemanticModel<'a> {
         flow.attrs.contains(&NameKey::Attr(class, attr))
     }
 
+    /// Whether what function `f` returns is backpropagated by a caller, in this file or
+    /// (by the project index) in another: `f` computes part of a training step's loss,
+    /// so it runs between training steps the way the loop's own body does.
+    pub fn returns_into_backward(&self, f: ScopeId) -> bool {
+        let flow = self
+            .memo
+            .backward_flow
+            .get_or_init(|| self.compute_backward_flow());
+        // A helper returning only numbers (`get_action` ending in `.item()`) may feed the
+        // loss's data, not its graph.
+        let graph = || {
+            self.scope(f)
+                .returns
+                .iter()
+                .any(|&(r, site)| self.value(r, site) != Value::Detached)
+        };
+        (flow.returning.contains(&f)
+            || self.project().is_some_and(|p| {
+                crate::project::qualname(self, f).is_some_and(|name| p.training_caller(&name))
+            }))
+            && graph()
+    }
+
+    /// Whether the value of the call at `call` (a call node) flows into a backward in
+    /// this file.
+    pub fn call_flows_into_backward(&self, call: Node<'_>) -> bool {
+        let flow = self
+            .memo
+            .backward_flow
+            .get_or_init(|| self.compute_backward_flow());
+        flow.calls.contains(&call.id())
+    }
+
     /// Whether the name `expr` (at `site`) is, or flows into, something backpropagated
     /// in its function: `losses` in `torch.stack(losses).sum().backward()`.
     pub fn flows_into_backward(&self, expr: Node<'_>, site: Site) -> bool {
+        self.flows_into_backward_at(expr, site, expr.start_byte())
+    }
+
+    /// [`Self::flows_into_backward`] for a name that assignment `stmt` binds: the value
+    /// bound there, not the one the name held before. In a loop the earlier value is
+    /// the previous iteration's (`q = net(s).max(1)[0]; q = q.detach()`: the detached
+    /// rebinding feeds the loss, the forward's own value does not).
+    pub fn bound_flows_into_backward(&self, target: Node<'_>, stmt: Node<'_>, site: Site) -> bool {
+        self.flows_into_backward_at(target, site, stmt.end_byte())
+    }
+
+    fn flows_into_backward_at(&self, expr: Node<'_>, site: Site, at: usize) -> bool {
         let Some(key) = self.name_key(expr, site.scope) else {
             return false;
         };
@@ -1988,7 +2042,7 @@ impl<'a> SemanticModel<'a> {
             .get_or_init(|| self.compute_backward_flow());
         match key {
             NameKey::Attr(..) => flow.attrs.contains(&key),
-            NameKey::Local(..) => match self.resolve(expr, site, expr.start_byte()) {
+            NameKey::Local(..) => match self.resolve(expr, site, at) {
                 Some(b) => flow.bindings.contains(&b),
                 None => self
                     .names
