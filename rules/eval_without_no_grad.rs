@@ -211,8 +211,20 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     regions.push((c.node.end_byte(), usize::MAX, model.text(bound.unwrap_or(recv))));
                 }
             } else if m == "train" {
+                // Training a part of what was put in eval mode ends the region too:
+                // `[model[k].eval() for k in model]` then `model.predictor.train()`, or
+                // `net.eval()` then `net.head.train()`, trains from there on.
                 let t = model.text(recv);
-                for r in regions.iter_mut().filter(|r| r.2 == t && r.1 == usize::MAX) {
+                let ends = |r: &str| {
+                    let whole = match r.strip_suffix(']').and_then(|x| x.rfind('[').map(|i| &x[..i])) {
+                        Some(base) => base,
+                        None => r,
+                    };
+                    t == r
+                        || t == whole
+                        || t.strip_prefix(whole).is_some_and(|rest| rest.starts_with(['.', '[']))
+                };
+                for r in regions.iter_mut().filter(|r| ends(r.2) && r.1 == usize::MAX) {
                     if c.node.start_byte() > r.0 {
                         r.1 = c.node.start_byte();
                     }
@@ -394,6 +406,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && fx.is_forward(i)
                     && in_context()
                     && !wants_grad_here(model, &exempting, i)
+                    // Its value flows into a backward (sub-models switched back to
+                    // `.train()` after `[m.eval() for m in nets]`, trained in a loop
+                    // nested deeper than the forward's).
+
                     && !model.frozen_at(i)
                     && !smoke_test(i)
                     // The TensorFlow branch of a pipeline (`if self.framework == "tf":`).
@@ -1436,7 +1452,13 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return true;
         }
         let f = unwrap_parens(c.function);
-        if f.kind_str() == "identifier" && self.module_names.contains(&m.text(f)) {
+        // A name some function of the file handles as a module, unless its value here is
+        // known to be something else (`generator = pipeline(...)` beside a GAN's
+        // `generator.eval()` elsewhere in the file).
+        if f.kind_str() == "identifier"
+            && self.module_names.contains(&m.text(f))
+            && !m.built_by_no_grad_callable(f, c.site)
+        {
             return true;
         }
         // A model written as bare trainable tensors: its forward is the tensor math.

@@ -45,6 +45,11 @@ pub const LIBRARY_NO_GRAD_CONTEXTS: &[&[&str]] = &[
     &["monai", "networks", "utils", "eval_mode"],
 ];
 
+/// Factories of other libraries documented to build callables that run their model
+/// under `torch.no_grad()`/`inference_mode()` (a transformers `pipeline`'s `__call__`):
+/// what they build, and what calling it gives, carries no graph.
+pub const LIBRARY_NO_GRAD_CALLABLES: &[&[&str]] = &[&["transformers", "pipeline"]];
+
 /// `torch.Tensor` reductions: on a tensor with a graph, the result carries it.
 pub const TENSOR_REDUCTIONS: &[&str] = &["mean", "sum", "norm", "prod", "max", "min", "std", "var"];
 /// The general conversion (`.to(torch.float16)`, `.to(device)`).
@@ -447,18 +452,25 @@ pub fn is_passthrough_builtin(name: &str) -> bool {
     matches!(name, "sum" | "max" | "min" | "abs")
 }
 
-/// Classes loaded with `X.from_pretrained(...)` that are not modules.
+/// Classes loaded with `X.from_pretrained(...)` that are not modules. `X` may be a
+/// class (`AutoTokenizer`) or an attribute holding one (`model_class.tokenizer` in a
+/// table of model families), so the name is compared without case or underscores.
 pub fn is_non_model_pretrained(class: &str) -> bool {
+    let folded: String = class
+        .chars()
+        .filter(|&c| c != '_')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     [
-        "Tokenizer",
-        "Processor",
-        "Config",
-        "FeatureExtractor",
-        "Scheduler",
-        "Pipeline",
+        "tokenizer",
+        "processor",
+        "config",
+        "featureextractor",
+        "scheduler",
+        "pipeline",
     ]
     .iter()
-    .any(|s| class.contains(s))
+    .any(|s| folded.contains(s))
 }
 
 /// Lightning hooks that the framework already runs with grad disabled.

@@ -797,6 +797,9 @@ impl<'a> SemanticModel<'a> {
             if q.first() == Some("numpy") && q.segments().len() > 1 {
                 return Value::Detached;
             }
+            if names::LIBRARY_NO_GRAD_CALLABLES.contains(&q.segments()) {
+                return Value::Detached;
+            }
             if q.segments().len() == 1 {
                 let name = q.last().unwrap_or("");
                 let bound = self.resolve(func, site, func.start_byte()).is_some();

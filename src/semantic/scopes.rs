@@ -188,6 +188,20 @@ impl<'a> SemanticModel<'a> {
             .map(|b| &self.bindings[b])
     }
 
+    /// Whether `expr` (a name) is bound to what a library factory builds to run its
+    /// model under `no_grad` itself (`generator = pipeline("text-generation", ...)`).
+    pub fn built_by_no_grad_callable(&self, expr: Node<'_>, site: Site) -> bool {
+        let Some(value) = self.binding_of(expr, site).and_then(|b| b.value) else {
+            return false;
+        };
+        let value = unwrap_parens(value);
+        value.kind_str() == "call"
+            && value
+                .field("function")
+                .and_then(|f| self.qualified(f))
+                .is_some_and(|q| names::LIBRARY_NO_GRAD_CALLABLES.contains(&q.segments()))
+    }
+
     /// Whether `expr` (a name or `self.attr`) is bound to an object built from a class
     /// imported from another package (`run_loss = CumulativeAverage()` from
     /// `monai.metrics`): what its methods do with their arguments is that library's,
