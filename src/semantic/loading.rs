@@ -432,6 +432,21 @@ impl<'a> SemanticModel<'a> {
         if file_cuda {
             return true;
         }
+        // The same file loaded elsewhere with a `map_location` (`if use_cuda:
+        // torch.load(p)` / `else: torch.load(p, map_location="cpu")`): its author knows
+        // it may hold GPU tensors.
+        if load.file.is_some_and(|file| {
+            let path = self.text(file);
+            self.calls.ids().any(|i| {
+                i != load.call
+                    && self.torch_load(i).is_some_and(|o| {
+                        o.map_location == MapLocation::Given
+                            && o.file.is_some_and(|f| self.text(f) == path)
+                    })
+            })
+        }) {
+            return true;
+        }
         // TPU code: what it saved was on XLA devices, never CUDA.
         if self.uses_xla() || self.source.contains("torch_xla.") {
             return false;
