@@ -229,7 +229,8 @@ impl<'a> SemanticModel<'a> {
 
     /// Whether the value of `expr` stored or accumulated at `site` lives only through
     /// one iteration of an outer loop: the innermost loop repeats an update a fixed
-    /// number of times (`for _ in range(n_critic):`, fetching no data of its own)
+    /// number of times (`for _ in range(n_critic):`, `for i in range(len(netsD)):`,
+    /// fetching no data of its own)
     /// inside a loop over data, and the container is bound afresh in each iteration of
     /// that outer loop (`d_total = 0.0` before the repeats). What it keeps is bounded
     /// by the repeat count and freed every step; it does not grow over training.
@@ -251,7 +252,15 @@ impl<'a> SemanticModel<'a> {
             let (Some(n), None) = (args.next(), args.next()) else {
                 return false;
             };
-            let n = unwrap_parens(n);
+            let mut n = unwrap_parens(n);
+            // `range(len(netsD))`: one update per discriminator.
+            if n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == "len") {
+                let mut inner = self.positional_args(n);
+                match (inner.next(), inner.next()) {
+                    (Some(x), None) => n = unwrap_parens(x),
+                    _ => return false,
+                }
+            }
             let last = match n.kind_str() {
                 "identifier" => self.text(n),
                 "attribute" => n.field("attribute").map_or("", |a| self.text(a)),
@@ -261,7 +270,6 @@ impl<'a> SemanticModel<'a> {
             !names::is_data_name(last)
         };
         let repeats = lp.kind == LoopKind::For
-            && lp.node.field("left").is_some_and(|t| self.text(t) == "_")
             && lp.iter.is_some_and(count_only)
             && !self
                 .calls_in_loop(l)
