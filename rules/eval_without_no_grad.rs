@@ -1779,6 +1779,11 @@ fn function_wants_grad(model: &SemanticModel<'_>, f: Option<ScopeId>) -> bool {
 /// Whether a call runs a model forward: `model(x)`, `model.net(x)`, `model.forward(x)`.
 fn is_model_forward(model: &SemanticModel<'_>, call: CallId) -> bool {
     let c = &model.calls[call];
+    // Handed the module, it is a function about models, except the torch function
+    // that runs one (`nn.parallel.data_parallel(net, inputs, gpus)`).
+    if model.is_functional_forward(c) {
+        return true;
+    }
     // A call known to make no graph is no forward worth a finding (a parameterless
     // module built on the spot and applied to fresh tensors).
     if c.site.grad != GradMode::Disabled && model.value(c.node, c.site) == Value::Detached

@@ -1128,6 +1128,14 @@ impl<'a> SemanticModel<'a> {
                 .next()
                 .map_or(Value::Unknown, |a| self.eval(a, site, d));
         }
+        // `nn.parallel.data_parallel(net, inputs, gpus)`: the module's forward, run
+        // on the listed devices.
+        if last == "data_parallel" && q.has_module("parallel") {
+            let module = self.positional_args(call).next();
+            if module.is_some_and(|m| self.eval(m, site, d) == Value::Module) {
+                return self.produce(Origin::Output, site);
+            }
+        }
         if names::is_functional_loss(last) {
             return if self.all_args_detached(call, site, d) {
                 Value::Detached
