@@ -90,8 +90,8 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         if let (Some(known), Some(target)) = (st.device, target) {
             let same = same_device(known.value, target)
                 || match (known.value, target) {
-                    (Device::Var(v, _), Device::Cuda(_)) | (Device::Cuda(_), Device::Var(v, _)) => {
-                        device_var_is_cuda(model, v, call.site)
+                    (Device::Var(v, _), Device::Cuda(i)) | (Device::Cuda(i), Device::Var(v, _)) => {
+                        device_var_is_cuda(model, v, i, call.site)
                     }
                     _ => false,
                 };
@@ -201,11 +201,29 @@ fn moved_every_iteration<'a>(model: &SemanticModel<'a>, conv: &Conversion<'a>) -
 }
 
 /// Whether a device variable (`device`) is bound to something naming CUDA.
-fn device_var_is_cuda<'a>(model: &SemanticModel<'a>, var: &'a str, site: Site) -> bool {
+fn device_var_is_cuda<'a>(model: &SemanticModel<'a>, var: &'a str, index: &str, site: Site) -> bool {
     let scopes = [Some(site.scope), model.function_of(site.scope), Some(ScopeId::MODULE)];
     scopes.iter().flatten().any(|&s| {
         model
             .local_bindings(s, var)
-            .any(|b| b.value.is_some_and(|v| model.text(v).contains("cuda")))
+            .any(|b| b.value.is_some_and(|v| names_cuda_index(model.text(v), index)))
+    })
+}
+
+/// Whether `text` (a device variable's value) names the CUDA device `index` (`""` is
+/// the current device, taken as `0`): `"cuda:1" if ... else "cpu"` is another GPU than
+/// `"cuda:0"`, a move between the two copies the model.
+fn names_cuda_index(text: &str, index: &str) -> bool {
+    let norm = |i: &str| if i.is_empty() { "0".to_owned() } else { i.to_owned() };
+    let want = norm(index);
+    // Only device strings (`"cuda:1"`), not `torch.cuda.is_available()`.
+    let quoted = |at: usize| text[..at].ends_with(['"', '\'']);
+    text.match_indices("cuda").filter(|&(at, _)| quoted(at)).any(|(at, _)| {
+        let rest = &text[at + 4..];
+        let i = rest
+            .strip_prefix(':')
+            .map(|r| r.chars().take_while(char::is_ascii_digit).collect::<String>())
+            .unwrap_or_default();
+        norm(&i) == want
     })
 }
