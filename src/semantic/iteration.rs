@@ -254,7 +254,8 @@ impl<'a> SemanticModel<'a> {
             };
             let mut n = unwrap_parens(n);
             // `range(len(netsD))`: one update per discriminator.
-            if n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == "len") {
+            if n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == "len")
+            {
                 let mut inner = self.positional_args(n);
                 match (inner.next(), inner.next()) {
                     (Some(x), None) => n = unwrap_parens(x),

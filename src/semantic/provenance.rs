@@ -2004,6 +2004,11 @@ impl<'a> SemanticModel<'a> {
             .memo
             .backward_flow
             .get_or_init(|| self.compute_backward_flow());
+        // Model code: what a module's methods return reaches "a backward" through the
+        // module's own `forward` (see `compute_backward_flow`), whoever calls it.
+        if self.scope(f).class.is_some_and(|c| self.is_module_class(c)) {
+            return false;
+        }
         // A helper returning only numbers (`get_action` ending in `.item()`) may feed the
         // loss's data, not its graph.
         let graph = || {
