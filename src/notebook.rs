@@ -4,9 +4,12 @@
 //!
 //! IPython syntax that is not Python is blanked (the line becomes `pass` at its
 //! indentation, so a block stays a block): line magics (`%time`, `%load_ext`), shell
-//! escapes (`!pip install`), `x = !ls` and `x = %env`, help (`obj?`, `?obj`), and cell
-//! magics (`%%bash`: the whole cell; `%%time`, `%%timeit`, `%%capture`, `%%prun`,
-//! `%%debug`: only the magic line, the rest is Python).
+//! escapes (`!pip install`, and the lines a trailing backslash continues), the
+//! `pip install`/`conda install` automagics, `x = !ls` and `x = %env`, help (`obj?`,
+//! `?obj`), and cell magics (`%%bash`: the whole cell; `%%time`, `%%timeit`,
+//! `%%capture`, `%%prun`, `%%debug`: only the magic line, the rest is Python). Only a
+//! line that starts a logical line can be a magic: inside brackets, a triple-quoted
+//! string or after a backslash continuation, `%` is Python's modulo.
 //!
 //! Positions map back twice: to the cell (1-based among all cells of the notebook,
 //! markdown included, as they appear top to bottom) and the line within it, which the
