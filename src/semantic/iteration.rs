@@ -223,7 +223,7 @@ impl<'a> SemanticModel<'a> {
         ranged
             && self.positional_args(h).nth(2).is_some_and(|step| {
                 let t = self.text(unwrap_parens(step)).to_ascii_lowercase();
-                t.contains("batch") || t == "bs" || t.ends_with(".bs")
+                t.contains("batch") || t == "bs" || t.ends_with(".bs") || t.ends_with("_bs")
             })
     }
 
