@@ -406,10 +406,6 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && fx.is_forward(i)
                     && in_context()
                     && !wants_grad_here(model, &exempting, i)
-                    // Its value flows into a backward (sub-models switched back to
-                    // `.train()` after `[m.eval() for m in nets]`, trained in a loop
-                    // nested deeper than the forward's).
-
                     && !model.frozen_at(i)
                     && !smoke_test(i)
                     // The TensorFlow branch of a pipeline (`if self.framework == "tf":`).

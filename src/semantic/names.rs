@@ -260,6 +260,12 @@ pub fn is_optimizer_class_name(name: &str) -> bool {
 }
 
 /// `torch.nn.functional` losses (and any `*_loss`).
+/// A torch function that runs the module it is handed (`nn.parallel.data_parallel(net,
+/// inputs, gpus)`): a forward, not a function about models.
+pub fn is_functional_forward(q: &QualName<'_>) -> bool {
+    q.last() == Some("data_parallel") && q.has_module("parallel")
+}
+
 pub fn is_functional_loss(name: &str) -> bool {
     const LOSSES: &[&str] = &[
         "cross_entropy",

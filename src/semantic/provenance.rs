@@ -1130,7 +1130,7 @@ impl<'a> SemanticModel<'a> {
         }
         // `nn.parallel.data_parallel(net, inputs, gpus)`: the module's forward, run
         // on the listed devices.
-        if last == "data_parallel" && q.has_module("parallel") {
+        if names::is_functional_forward(&q) {
             let module = self.positional_args(call).next();
             if module.is_some_and(|m| self.eval(m, site, d) == Value::Module) {
                 return self.produce(Origin::Output, site);
@@ -1231,7 +1231,7 @@ impl<'a> SemanticModel<'a> {
     /// it reaches a loss stays apart; a `self.` attribute is keyed by class, so a list
     /// filled in one method and backpropagated in another is one name. Detaching reads
     /// (`.detach()`, `.item()`, `.data`, `float(...)`) stop the flow.
-    pub(super) fn compute_backward_flow(&self) -> BackwardFlow<'a> {
+    fn compute_backward_flow(&self) -> BackwardFlow<'a> {
         let mut flow = BackwardFlow::default();
         // (expression, where it stands, the position wanted from an unpacked value)
         let mut work: Vec<FlowItem<'a>> = self
@@ -1905,10 +1905,7 @@ impl<'a> SemanticModel<'a> {
     /// Positions of the parameters of the function `f` that flow into a backward pass
     /// (for the project index: what a call from another file hands to a backward).
     pub fn backward_params(&self, f: ScopeId) -> Vec<u32> {
-        let flow = self
-            .memo
-            .backward_flow
-            .get_or_init(|| self.compute_backward_flow());
+        let flow = self.backward_flow();
         let sc = self.scope(f);
         let skip = usize::from(sc.self_param().is_some());
         sc.params
@@ -1988,11 +1985,15 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Whether the `self.` attribute `attr` of `class` flows into a backward pass.
-    pub(super) fn attr_flows_into_backward(&self, class: ScopeId, attr: &'a str) -> bool {
-        let flow = self
-            .memo
+    /// The file's backward flow, computed once.
+    fn backward_flow(&self) -> &BackwardFlow<'a> {
+        self.memo
             .backward_flow
-            .get_or_init(|| self.compute_backward_flow());
+            .get_or_init(|| self.compute_backward_flow())
+    }
+
+    pub(super) fn attr_flows_into_backward(&self, class: ScopeId, attr: &'a str) -> bool {
+        let flow = self.backward_flow();
         flow.attrs.contains(&NameKey::Attr(class, attr))
     }
 
@@ -2000,15 +2001,12 @@ impl<'a> SemanticModel<'a> {
     /// (by the project index) in another: `f` computes part of a training step's loss,
     /// so it runs between training steps the way the loop's own body does.
     pub fn returns_into_backward(&self, f: ScopeId) -> bool {
-        let flow = self
-            .memo
-            .backward_flow
-            .get_or_init(|| self.compute_backward_flow());
         // Model code: what a module's methods return reaches "a backward" through the
         // module's own `forward` (see `compute_backward_flow`), whoever calls it.
         if self.scope(f).class.is_some_and(|c| self.is_module_class(c)) {
             return false;
         }
+        let flow = self.backward_flow();
         // A helper returning only numbers (`get_action` ending in `.item()`) may feed the
         // loss's data, not its graph.
         let graph = || {
@@ -2027,10 +2025,7 @@ impl<'a> SemanticModel<'a> {
     /// Whether the value of the call at `call` (a call node) flows into a backward in
     /// this file.
     pub fn call_flows_into_backward(&self, call: Node<'_>) -> bool {
-        let flow = self
-            .memo
-            .backward_flow
-            .get_or_init(|| self.compute_backward_flow());
+        let flow = self.backward_flow();
         flow.calls.contains(&call.id())
     }
 
@@ -2052,10 +2047,7 @@ impl<'a> SemanticModel<'a> {
         let Some(key) = self.name_key(expr, site.scope) else {
             return false;
         };
-        let flow = self
-            .memo
-            .backward_flow
-            .get_or_init(|| self.compute_backward_flow());
+        let flow = self.backward_flow();
         match key {
             NameKey::Attr(..) => flow.attrs.contains(&key),
             NameKey::Local(..) => match self.resolve(expr, site, at) {

@@ -120,12 +120,12 @@ impl<'a> SemanticModel<'a> {
     /// Whether the call runs a module's forward through a torch function that takes
     /// the module as an argument: `nn.parallel.data_parallel(net, inputs, gpus)`.
     pub fn is_functional_forward(&self, call: &Call<'a>) -> bool {
-        self.qualified(call.function).is_some_and(|q| {
-            q.is_torch() && q.last() == Some("data_parallel") && q.has_module("parallel")
-        }) && self
-            .positional_args(call.node)
-            .next()
-            .is_some_and(|m| self.value(m, call.site) == Value::Module)
+        self.qualified(call.function)
+            .is_some_and(|q| q.is_torch() && names::is_functional_forward(&q))
+            && self
+                .positional_args(call.node)
+                .next()
+                .is_some_and(|m| self.value(m, call.site) == Value::Module)
     }
 
     /// Every binding of the local `name` in `scope`, in source order.
