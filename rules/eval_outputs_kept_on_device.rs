@@ -20,8 +20,11 @@ declare_rule! {
     /// large vocabulary take gigabytes within a few hundred batches, which is why the
     /// Hugging Face `Trainer` has `eval_accumulation_steps`.
     ///
+    /// A running tensor grown by concatenation (`y_pred = torch.cat([y_pred,
+    /// model(x)])`) keeps every batch the same way.
+    ///
     /// Not flagged: outputs moved to the CPU per batch, reduced per batch (sums, counts,
-    /// `.item()`), lists handed to NumPy (which cannot take CUDA tensors), lists never
+    /// `.item()`, a list of losses), lists handed to NumPy (which cannot take CUDA tensors), lists never
     /// concatenated nor handed on, loops that train (they or their function
     /// backpropagate or step an optimizer, as a rollout collected for a loss does),
     /// models never placed on a device (nor their inputs), and files that never use CUDA.
@@ -68,7 +71,8 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         let Some(value) = model.positional_args(call.node).next() else {
             continue;
         };
-        check_growth(model, container, value, call.node, call.site, &mut cuda, out);
+        let at = (call.node, call.site);
+        check_growth(model, container, value, at, Growth::Collected, &mut cuda, out);
     }
     // `preds += [out]`, `boxes += net.postprocess(locs)`: list concatenation in place
     // grows the list like `extend`.
@@ -85,17 +89,36 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
             None
         };
         if let Some(v) = grown {
-            check_growth(model, a.target, v, a.node, a.site, &mut cuda, out);
+            check_growth(model, a.target, v, (a.node, a.site), Growth::Collected, &mut cuda, out);
         }
     }
+    // `y_pred = torch.cat([y_pred, model(x)])`: the running tensor itself grows by a
+    // batch each iteration (no list, no concatenation after the loop).
+    for a in &model.assignments {
+        if a.op != AssignOp::Plain || unwrap_parens(a.target).kind_str() != "identifier" {
+            continue;
+        }
+        if let Some((previous, grown)) = model.self_concatenation(a.target, a.value) {
+            let at = (a.node, a.site);
+            check_growth(model, previous, grown, at, Growth::Concatenated, &mut cuda, out);
+        }
+    }
+}
+
+/// How the loop keeps each batch: in a container concatenated after the loop, or by
+/// concatenating onto the running value every iteration.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Growth {
+    Collected,
+    Concatenated,
 }
 
 fn check_growth(
     model: &SemanticModel<'_>,
     container: Node<'_>,
     value: Node<'_>,
-    at: Node<'_>,
-    site: Site,
+    (at, site): (Node<'_>, Site),
+    growth: Growth,
     cuda: &mut Option<bool>,
     out: &mut Vec<Diagnostic>,
 ) {
@@ -126,7 +149,13 @@ fn check_growth(
         return;
     }
     let container = unwrap_parens(container);
-    if !model.lives_across_iterations(container, site) || !model.concatenated_after(container, l)
+    // `losses.append(model(x, y).float())`: a model called with its targets returns
+    // its loss, one number per batch, whatever expression computes it.
+    if model.text(container).to_ascii_lowercase().contains("loss") {
+        return;
+    }
+    if !model.lives_across_iterations(container, site)
+        || growth == Growth::Collected && !model.concatenated_after(container, l)
     {
         return;
     }
@@ -138,10 +167,16 @@ fn check_growth(
     }
     out.push(Diagnostic {
         range: model.range(at),
-        message: format!(
-            "`{}` collects every batch's model outputs on the device until the loop ends: memory grows with the evaluation set",
-            model.text(container)
-        ),
+        message: match growth {
+            Growth::Collected => format!(
+                "`{}` collects every batch's model outputs on the device until the loop ends: memory grows with the evaluation set",
+                model.text(container)
+            ),
+            Growth::Concatenated => format!(
+                "`{}` grows by every batch's model outputs on the device, concatenated each iteration: memory grows with the evaluation set",
+                model.text(container)
+            ),
+        },
         help: "move each batch off the device as you collect it (`.cpu()`), or reduce it per batch".to_owned(),
         pattern: Pattern::EvalOutputsOnDevice,
         fix: None,

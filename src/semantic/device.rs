@@ -64,8 +64,9 @@ impl<'a> SemanticModel<'a> {
                         return false;
                     }
                     if let Some(q) = self.qualified(f) {
-                        if q.is_torch() && q.segments().len() <= 3 {
-                            // `torch.sigmoid(out)`, `torch.argmax(out, 1)`, `F.softmax(out)`
+                        let functional = q.segments().len() == 4 && q.has_module("functional");
+                        if q.is_torch() && (q.segments().len() <= 3 || functional) {
+                            // `torch.sigmoid(out)`, `torch.argmax(out, 1)`, `F.normalize(out)`
                             return self
                                 .positional_args(e)
                                 .next()
@@ -164,6 +165,38 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// `acc = torch.cat([acc, out])`: a value rebound to itself concatenated with
+    /// something else. Gives the read of the previous value and what is added.
+    pub fn self_concatenation<'t>(
+        &self,
+        target: Node<'t>,
+        value: Node<'t>,
+    ) -> Option<(Node<'t>, Node<'t>)> {
+        let value = unwrap_parens(value);
+        if value.kind_str() != "call" {
+            return None;
+        }
+        let q = self.qualified(value.field("function")?)?;
+        if !(q.is_torch() && matches!(q.last(), Some("cat" | "concat" | "vstack" | "hstack"))) {
+            return None;
+        }
+        let seq = unwrap_parens(self.positional_args(value).next()?);
+        if !matches!(seq.kind_str(), "list" | "tuple") || seq.named_child_count() != 2 {
+            return None;
+        }
+        let name = self.text(target);
+        let (a, b) = (seq.named_child(0)?, seq.named_child(1)?);
+        let is_prev = |n: Node<'_>| {
+            let n = unwrap_parens(n);
+            n.kind_str() == "identifier" && self.text(n) == name
+        };
+        match (is_prev(a), is_prev(b)) {
+            (true, false) => Some((unwrap_parens(a), b)),
+            (false, true) => Some((unwrap_parens(b), a)),
+            _ => None,
+        }
+    }
+
     /// Whether a model was placed on a device in this file: `.cuda()` / `.to(...)` on
     /// its name, or in the value bound to it, or `device_map=` at its load. A model never
     /// placed runs on the CPU, where its outputs cost no device memory.
@@ -172,7 +205,7 @@ impl<'a> SemanticModel<'a> {
         let moves =
             |t: &str| t.contains(".cuda(") || t.contains(".to(") || t.contains("device_map");
         if let Some(b) = self.binding_of(model, site) {
-            if b.value.is_some_and(|v| moves(self.text(v))) {
+            if b.value.is_some_and(|v| moves(self.text(v)) || self.handed_device(v)) {
                 return true;
             }
         }
@@ -181,6 +214,43 @@ impl<'a> SemanticModel<'a> {
                 matches!(m, "cuda" | "to") && self.text(unwrap_parens(recv)) == name
             })
         })
+    }
+
+    /// `load_classifier(path, device).eval()`, `Net(cfg, device=args.device)`: a
+    /// builder or loader handed the device puts what it returns there.
+    fn handed_device(&self, value: Node<'_>) -> bool {
+        let mut v = unwrap_parens(value);
+        // Through a method chain on the result (`.eval()`, `.float()`).
+        while v.kind_str() == "call" {
+            let Some(f) = v.field("function") else {
+                return false;
+            };
+            let device_arg = v.field("arguments").is_some_and(|args| {
+                let mut cur = args.walk();
+                let found = args.named_children(&mut cur).any(|a| {
+                    let a = if a.kind_str() == "keyword_argument" {
+                        a.field("value").unwrap_or(a)
+                    } else {
+                        a
+                    };
+                    let a = unwrap_parens(a);
+                    matches!(a.kind_str(), "identifier" | "attribute") && {
+                        let t = self.text(a);
+                        let last = t.rsplit('.').next().unwrap_or(t);
+                        last.to_ascii_lowercase().contains("device")
+                    }
+                });
+                found
+            });
+            if device_arg {
+                return true;
+            }
+            match f.kind_str() {
+                "attribute" => v = unwrap_parens(f.field("object").expect("attribute")),
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Whether a forward's inputs are moved to a device on the way in
