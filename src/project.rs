@@ -1306,7 +1306,7 @@ impl ProjectIndex {
         for (p, s) in &files {
             for g in s.functions.iter().filter(|g| g.method) {
                 let m = g.name.rsplit('.').next().unwrap_or(&g.name);
-                if method_modes.get(m) == Some(&true) && definers[m].len() == 1 {
+                if method_modes.get(m) == Some(&true) {
                     callers.entry((p.clone(), g.name.clone())).or_insert(true);
                 }
             }
