@@ -81,6 +81,11 @@ pub struct FnSummary {
     /// whole output carries none.
     #[serde(default)]
     pub detached_outputs: Vec<u32>,
+    /// Calls nothing but torch, math and NumPy functions and plain builtins (a
+    /// `process_out` that scales and shifts): it runs no forward, whatever the
+    /// receiver it is called on.
+    #[serde(default)]
+    pub inert: bool,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -190,7 +195,9 @@ pub struct FileFacts {
     pub resetting_methods: Arc<BTreeSet<String>>,
     /// Method names that the classes of this file and of the project files it imports
     /// define running their forwards only under `no_grad` (some definition calls a
-    /// module there, none runs one with grad on): calling one records no graph.
+    /// module there, none runs one with grad on), or that a module class defines
+    /// running no forward at all (`process_out`, a scale and shift): calling one
+    /// records no graph.
     pub quiet_methods: BTreeSet<String>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
@@ -748,6 +755,17 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
         let no_grad_forward = runs_forward_under_no_grad(model, id, &handled, 2);
+        let inert = calls.iter().all(|&c| {
+            let f = crate::semantic::unwrap_parens(model.calls[c].function);
+            let t = model.text(f);
+            model
+                .qualified(f)
+                .is_some_and(|q| q.is_torch() || matches!(q.first(), Some("math" | "numpy")))
+                || f.kind_str() == "identifier"
+                    && (crate::semantic::names::is_detaching_builtin(t)
+                        || crate::semantic::names::is_passthrough_builtin(t)
+                        || matches!(t, "isinstance" | "range" | "print" | "tuple" | "list" | "dict"))
+        });
         let wants_grad = calls.iter().any(|&c| {
             model.backward_at(c).is_some()
                 || model.qualified(model.calls[c].function).is_some_and(|q| {
@@ -821,6 +839,7 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 }
                 _ => Vec::new(),
             },
+            inert,
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -1250,10 +1269,16 @@ impl ProjectIndex {
         let deps: BTreeMap<&Path, Vec<PathBuf>> = files
             .iter()
             .map(|(p, s)| {
+                // `from pkg import sub` depends on `pkg/sub.py` too, when that is a file.
                 let d = s
                     .imports
                     .iter()
-                    .filter_map(|i| resolver.module_file(p, &i.module))
+                    .flat_map(|i| {
+                        let sub = i.name.as_ref().and_then(|n| {
+                            resolver.module_file(p, &format!("{}.{n}", i.module))
+                        });
+                        resolver.module_file(p, &i.module).into_iter().chain(sub)
+                    })
                     .collect();
                 (p.as_path(), d)
             })
@@ -1412,20 +1437,36 @@ impl ProjectIndex {
             // project files it imports) define running forwards only under no_grad,
             // none of them with grad on: a repository's other scripts may reuse the
             // name for an agent that does not (a second algorithm's `select_action`).
-            let mut quiet: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+            // A method that a module class defines without running any forward
+            // (`vae.process_out(latent)`, a scale and shift) records no graph either.
+            #[derive(Default)]
+            struct Defs {
+                no_grad_forward: bool,
+                runs_forward: bool,
+                in_module: bool,
+                active: bool,
+            }
+            let mut quiet: BTreeMap<&str, Defs> = BTreeMap::new();
             let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
             for q in seen {
                 let Some(qs) = files.get(q) else { continue };
                 for g in qs.functions.iter().filter(|g| g.method) {
-                    let m = g.name.rsplit('.').next().unwrap_or(&g.name);
-                    let e = quiet.entry(m).or_insert((false, false));
-                    e.0 |= g.no_grad_forward;
-                    e.1 |= g.runs_forward;
-                }
+                    let (class, m) = g.name.rsplit_once('.').unwrap_or(("", &g.name));
+                    let e = quiet.entry(m).or_default();
+                    e.no_grad_forward |= g.no_grad_forward;
+                    e.runs_forward |= g.runs_forward;
+                    e.in_module |= qs.module_classes.iter().any(|c| c == class);
+                    e.active |= !g.inert;
+                    }
             }
             f.quiet_methods = quiet
                 .into_iter()
-                .filter(|(m, (q, g))| *q && !*g && !m.starts_with("__"))
+                .filter(|(m, d)| {
+                    !d.runs_forward
+                        && (d.no_grad_forward || d.in_module && !d.active)
+                        && !m.starts_with("__")
+                        && !crate::semantic::names::FORWARD_METHODS.contains(m)
+                })
                 .map(|(m, _)| m.to_owned())
                 .collect();
             for func in &s.functions {
