@@ -755,7 +755,16 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
         let no_grad_forward = runs_forward_under_no_grad(model, id, &handled, 2);
-        let inert = calls.iter().all(|&c| {
+        // A property hands back what it reads (`self.rag.question_encoder`), which its
+        // caller may call as a module.
+        let property = scope.node.parent().is_some_and(|d| {
+            let mut c = d.walk();
+            d.kind_str() == "decorated_definition"
+                && d.named_children(&mut c).any(|x| {
+                    x.kind_str() == "decorator" && model.text(x).contains("property")
+                })
+        });
+        let inert = !property && calls.iter().all(|&c| {
             let f = crate::semantic::unwrap_parens(model.calls[c].function);
             let t = model.text(f);
             model
@@ -938,6 +947,40 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
     });
     s
+}
+
+/// Method names that the classes of `files` define running no forward with grad on:
+/// forwards only under `no_grad` (an agent's `select_action`), or, in a module class,
+/// no call of anything but torch, math and builtins (`vae.process_out(latent)`, a
+/// scale and shift).
+fn quiet_methods<'s>(files: impl Iterator<Item = &'s FileSummary>) -> BTreeSet<String> {
+    #[derive(Default)]
+    struct Defs {
+        no_grad_forward: bool,
+        runs_forward: bool,
+        in_module: bool,
+        active: bool,
+    }
+    let mut defs: BTreeMap<&str, Defs> = BTreeMap::new();
+    for qs in files {
+        for g in qs.functions.iter().filter(|g| g.method) {
+            let (class, m) = g.name.rsplit_once('.').unwrap_or(("", &g.name));
+            let e = defs.entry(m).or_default();
+            e.no_grad_forward |= g.no_grad_forward;
+            e.runs_forward |= g.runs_forward;
+            e.in_module |= qs.module_classes.iter().any(|c| c == class);
+            e.active |= !g.inert;
+        }
+    }
+    defs.into_iter()
+        .filter(|(m, d)| {
+            !d.runs_forward
+                && (d.no_grad_forward || d.in_module && !d.active)
+                && !m.starts_with("__")
+                && !crate::semantic::names::FORWARD_METHODS.contains(m)
+        })
+        .map(|(m, _)| m.to_owned())
+        .collect()
 }
 
 /// Whether function `f` runs a forward under `no_grad`: calls a module there, or a
@@ -1420,6 +1463,7 @@ impl ProjectIndex {
         // conversion's), whose device it cannot know.
         let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
         let project_trains = files.values().any(|s| s.trains);
+        let project_quiet = quiet_methods(files.values());
         let mut facts = HashMap::new();
         for (p, s) in &files {
             let mut f = FileFacts {
@@ -1434,41 +1478,14 @@ impl ProjectIndex {
                 ..Default::default()
             };
             // Methods that the classes this file can see (its own and those of the
-            // project files it imports) define running forwards only under no_grad,
-            // none of them with grad on: a repository's other scripts may reuse the
-            // name for an agent that does not (a second algorithm's `select_action`).
-            // A method that a module class defines without running any forward
-            // (`vae.process_out(latent)`, a scale and shift) records no graph either.
-            #[derive(Default)]
-            struct Defs {
-                no_grad_forward: bool,
-                runs_forward: bool,
-                in_module: bool,
-                active: bool,
-            }
-            let mut quiet: BTreeMap<&str, Defs> = BTreeMap::new();
+            // project files it imports) define running no forward with grad on: a
+            // repository's other scripts may reuse the name for an agent that does
+            // not (a second algorithm's `select_action`). Those that every class of
+            // the project defines so count wherever the model comes from (a trainer
+            // handed a model whose every class decorates `recognize` with no_grad).
             let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
-            for q in seen {
-                let Some(qs) = files.get(q) else { continue };
-                for g in qs.functions.iter().filter(|g| g.method) {
-                    let (class, m) = g.name.rsplit_once('.').unwrap_or(("", &g.name));
-                    let e = quiet.entry(m).or_default();
-                    e.no_grad_forward |= g.no_grad_forward;
-                    e.runs_forward |= g.runs_forward;
-                    e.in_module |= qs.module_classes.iter().any(|c| c == class);
-                    e.active |= !g.inert;
-                    }
-            }
-            f.quiet_methods = quiet
-                .into_iter()
-                .filter(|(m, d)| {
-                    !d.runs_forward
-                        && (d.no_grad_forward || d.in_module && !d.active)
-                        && !m.starts_with("__")
-                        && !crate::semantic::names::FORWARD_METHODS.contains(m)
-                })
-                .map(|(m, _)| m.to_owned())
-                .collect();
+            f.quiet_methods = quiet_methods(seen.filter_map(|q| files.get(q)));
+            f.quiet_methods.extend(project_quiet.iter().cloned());
             for func in &s.functions {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
