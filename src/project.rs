@@ -86,6 +86,11 @@ pub struct FnSummary {
     /// receiver it is called on.
     #[serde(default)]
     pub inert: bool,
+    /// Module-level functions only: a decorator (factory) that names only torch's
+    /// no-grad modes (`def smart_inference_mode(): def decorate(fn): return
+    /// (torch.inference_mode if new else torch.no_grad)()(fn); return decorate`).
+    #[serde(default)]
+    pub no_grad_decorator: bool,
 }
 
 /// `local` bound by `from module import name` (`name: Some`) or `import module`.
@@ -199,6 +204,10 @@ pub struct FileFacts {
     /// running no forward at all (`process_out`, a scale and shift): calling one
     /// records no graph.
     pub quiet_methods: BTreeSet<String>,
+    /// Names of this file (its own functions, or imported ones) that are decorators
+    /// disabling gradients in the functions they decorate (see
+    /// [`FnSummary::no_grad_decorator`]).
+    pub no_grad_decorators: BTreeSet<String>,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -261,6 +270,7 @@ pub enum FactQuery {
     ProjectTrains,
     DetachedForward(String),
     TrainingCaller(String),
+    NoGradDecorator(String),
 }
 
 /// The answer to a [`FactQuery`], to compare the guessed facts with the real ones.
@@ -297,6 +307,7 @@ impl FactQuery {
                 Answer::Device(f.placing_imports.get(n).map(String::as_str))
             }
             FactQuery::FrozenImport(n) => Answer::Bool(f.frozen_imports.contains(n)),
+            FactQuery::NoGradDecorator(n) => Answer::Bool(f.no_grad_decorators.contains(n)),
             FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
             FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
@@ -442,6 +453,13 @@ impl<'m> Facts<'m> {
     }
 
     /// Whether the imported name `name` builds a module frozen from the start.
+    /// Whether `name` (a function of this file or an imported one) is a decorator
+    /// that disables gradients in what it decorates.
+    pub fn no_grad_decorator(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::NoGradDecorator(name.to_owned()));
+        self.facts.no_grad_decorators.contains(name)
+    }
+
     pub fn frozen_import(&self, name: &str) -> bool {
         self.ask(|| FactQuery::FrozenImport(name.to_owned()));
         self.facts.frozen_imports.contains(name)
@@ -849,6 +867,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 _ => Vec::new(),
             },
             inert,
+            no_grad_decorator: scope.class.is_none()
+                && scope
+                    .parent
+                    .is_some_and(|p| model.scopes[p].kind == ScopeKind::Module)
+                && names_only_no_grad(model, scope.node),
         });
     }
     let imported: HashMap<&str, ()> = s.imports.iter().map(|i| (i.local.as_str(), ())).collect();
@@ -947,6 +970,48 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
     });
     s
+}
+
+/// Whether the function `def_node` is a decorator (factory) that names torch's
+/// no-grad modes and nothing that enables gradients: it defines a wrapper or hands
+/// back a call, and its body refers to `torch.no_grad` / `torch.inference_mode`.
+fn names_only_no_grad(model: &SemanticModel<'_>, def_node: Node<'_>) -> bool {
+    let Some(body) = def_node.field("body") else {
+        return false;
+    };
+    let (mut no_grad, mut enables, mut wraps) = (false, false, false);
+    let mut stack = vec![body];
+    let mut budget = 4096;
+    while let Some(n) = stack.pop() {
+        budget -= 1;
+        if budget == 0 {
+            return false;
+        }
+        match n.kind_str() {
+            "function_definition" => wraps = true,
+            "return_statement" => {
+                wraps |= n
+                    .named_child(0)
+                    .is_some_and(|r| crate::semantic::unwrap_parens(r).kind_str() == "call")
+            }
+            "attribute" | "identifier" => {
+                if let Some(q) = model.qualified(n) {
+                    if q.is_torch() {
+                        match q.last() {
+                            Some("no_grad" | "inference_mode") => no_grad = true,
+                            Some("enable_grad" | "set_grad_enabled") => enables = true,
+                            _ => {}
+                        }
+                    }
+                }
+                continue;
+            }
+            _ => {}
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    no_grad && !enables && wraps
 }
 
 /// Method names that the classes of `files` define running no forward with grad on:
@@ -1486,6 +1551,9 @@ impl ProjectIndex {
             let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
             f.quiet_methods = quiet_methods(seen.filter_map(|q| files.get(q)));
             f.quiet_methods.extend(project_quiet.iter().cloned());
+            for func in s.functions.iter().filter(|g| g.no_grad_decorator) {
+                f.no_grad_decorators.insert(func.name.clone());
+            }
             for func in &s.functions {
                 if let Some(&all) = callers.get(&(p.clone(), func.name.clone())) {
                     f.external_callers.insert(func.name.clone(), all);
@@ -1546,6 +1614,9 @@ impl ProjectIndex {
                             f.detached_forward_imports
                                 .insert(i.local.clone(), g.detached_outputs.clone());
                         }
+                    }
+                    if ts.functions.iter().any(|g| g.name == def && g.no_grad_decorator) {
+                        f.no_grad_decorators.insert(i.local.clone());
                     }
                     if ts.frozen_classes.contains(&def)
                         || ts

@@ -34,6 +34,12 @@ impl<'a> SemanticModel<'a> {
             self.memo.depth_exceeded.set(true);
             return GradMode::Unknown;
         }
+        // A decorator of the project that disables gradients (`@smart_inference_mode()`
+        // from a utils file, wrapping `torch.inference_mode`).
+        if self.decorated_by_project_no_grad(f) {
+            self.memo.scope_grad.borrow_mut()[f] = Some(GradMode::Disabled);
+            return GradMode::Disabled;
+        }
         // Cycle guard: a recursive function is assumed enabled while it is being decided.
         self.memo.scope_grad.borrow_mut()[f] = Some(GradMode::Enabled);
         // Calls in another framework's code (a TensorFlow branch) say nothing of
@@ -78,6 +84,27 @@ impl<'a> SemanticModel<'a> {
 }
 
 impl<'a> SemanticModel<'a> {
+    /// Whether a decorator of `f` is a project function that disables gradients
+    /// (`@smart_inference_mode()`, `@nograd`).
+    fn decorated_by_project_no_grad(&self, f: ScopeId) -> bool {
+        let Some(d) = self.scope(f).node.parent().filter(|d| d.kind_str() == "decorated_definition")
+        else {
+            return false;
+        };
+        let Some(p) = self.project() else {
+            return false;
+        };
+        let mut c = d.walk();
+        let found = d.named_children(&mut c).any(|x| {
+            let Some(e) = x.named_child(0).filter(|_| x.kind_str() == "decorator") else {
+                return false;
+            };
+            let callee = if e.kind_str() == "call" { e.field("function") } else { Some(e) };
+            callee.is_some_and(|n| n.kind_str() == "identifier" && p.no_grad_decorator(self.text(n)))
+        });
+        found
+    }
+
     /// Whether function `f` is defined inside another function that returns it by name.
     pub fn is_returned_closure(&self, f: ScopeId) -> bool {
         let sc = self.scope(f);
