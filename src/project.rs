@@ -517,7 +517,9 @@ fn imports_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
 }
 
 /// Other array frameworks.
-pub(crate) const FOREIGN: &[&str] = &["jax", "flax", "tensorflow", "keras", "optax", "haiku"];
+pub(crate) const FOREIGN: &[&str] = &[
+    "jax", "flax", "tensorflow", "keras", "optax", "haiku", "mxnet", "paddle", "mindspore", "oneflow",
+];
 
 /// Libraries that carry no autograd graph.
 const PLAIN: &[&str] = &[
