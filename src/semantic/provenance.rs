@@ -898,6 +898,13 @@ impl<'a> SemanticModel<'a> {
                     return self.call_by_name(default, node, site, d);
                 }
                 match self.eval(func, site, d) {
+                    // `u = nn.Upsample(size).to(device)` bound above: as on the spot.
+                    Value::Module
+                        if self.bound_to_parameterless_module(func, site)
+                            && self.all_args_fresh(node, site, d) =>
+                    {
+                        Value::Detached
+                    }
                     Value::Module => self.module_output(node, site, d),
                     Value::LossFn => self.apply_loss(node, site, d),
                     _ => self.call_by_name(name, node, site, d),
@@ -908,7 +915,7 @@ impl<'a> SemanticModel<'a> {
                 // parameters, built on the spot, on inputs without a graph, makes none.
                 Value::Module
                     if self.is_parameterless_module_ctor(func)
-                        && self.all_args_detached(node, site, d) =>
+                        && self.all_args_fresh(node, site, d) =>
                 {
                     Value::Detached
                 }
@@ -1208,6 +1215,63 @@ impl<'a> SemanticModel<'a> {
             return false;
         };
         q.is_torch() && q.has_module("nn") && names::is_parameterless_module(q.last().unwrap_or(""))
+    }
+
+    /// Whether the name `func` is bound to a parameterless torch module built on the
+    /// spot, moved or not (`u = torch.nn.Upsample(size=s).to(device)`).
+    fn bound_to_parameterless_module(&self, func: Node<'_>, site: Site) -> bool {
+        let Some(b) = self.binding_of(func, site) else {
+            return false;
+        };
+        let Some(mut v) = b.value.filter(|_| b.kind == BindingKind::Assign) else {
+            return false;
+        };
+        // Through `.to(device)`, `.cuda()`, `.eval()` on the new module.
+        loop {
+            v = unwrap_parens(v);
+            if self.is_parameterless_module_ctor(v) {
+                return true;
+            }
+            let recv = (v.kind_str() == "call")
+                .then(|| v.field("function"))
+                .flatten()
+                .filter(|f| f.kind_str() == "attribute")
+                .filter(|f| {
+                    f.field("attribute")
+                        .is_some_and(|m| matches!(self.text(m), "to" | "cuda" | "eval" | "float" | "half"))
+                })
+                .and_then(|f| f.field("object"));
+            match recv {
+                Some(r) => v = r,
+                None => return false,
+            }
+        }
+    }
+
+    /// Whether every argument of `call` is detached, through moves and casts
+    /// (`torch.randn(b, c, h, w).to(device)`): the input of a parameterless module.
+    fn all_args_fresh(&self, call: Node<'_>, site: Site, d: u32) -> bool {
+        let mut any = false;
+        for a in self.positional_args(call) {
+            any = true;
+            let mut a = unwrap_parens(a);
+            while let Some(recv) = (a.kind_str() == "call")
+                .then(|| a.field("function"))
+                .flatten()
+                .filter(|f| {
+                    f.kind_str() == "attribute"
+                        && f.field("attribute")
+                            .is_some_and(|m| names::is_conversion_method(self.text(m)))
+                })
+                .and_then(|f| f.field("object"))
+            {
+                a = unwrap_parens(recv);
+            }
+            if self.eval(a, site, d) != Value::Detached {
+                return false;
+            }
+        }
+        any
     }
 
     fn all_args_detached(&self, call: Node<'_>, site: Site, d: u32) -> bool {
