@@ -518,7 +518,16 @@ fn imports_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
 
 /// Other array frameworks.
 pub(crate) const FOREIGN: &[&str] = &[
-    "jax", "flax", "tensorflow", "keras", "optax", "haiku", "mxnet", "paddle", "mindspore", "oneflow",
+    "jax",
+    "flax",
+    "tensorflow",
+    "keras",
+    "optax",
+    "haiku",
+    "mxnet",
+    "paddle",
+    "mindspore",
+    "oneflow",
 ];
 
 /// Libraries that carry no autograd graph.
@@ -780,21 +789,24 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
         let property = scope.node.parent().is_some_and(|d| {
             let mut c = d.walk();
             d.kind_str() == "decorated_definition"
-                && d.named_children(&mut c).any(|x| {
-                    x.kind_str() == "decorator" && model.text(x).contains("property")
-                })
+                && d.named_children(&mut c)
+                    .any(|x| x.kind_str() == "decorator" && model.text(x).contains("property"))
         });
-        let inert = !property && calls.iter().all(|&c| {
-            let f = crate::semantic::unwrap_parens(model.calls[c].function);
-            let t = model.text(f);
-            model
-                .qualified(f)
-                .is_some_and(|q| q.is_torch() || matches!(q.first(), Some("math" | "numpy")))
-                || f.kind_str() == "identifier"
-                    && (crate::semantic::names::is_detaching_builtin(t)
-                        || crate::semantic::names::is_passthrough_builtin(t)
-                        || matches!(t, "isinstance" | "range" | "print" | "tuple" | "list" | "dict"))
-        });
+        let inert = !property
+            && calls.iter().all(|&c| {
+                let f = crate::semantic::unwrap_parens(model.calls[c].function);
+                let t = model.text(f);
+                model
+                    .qualified(f)
+                    .is_some_and(|q| q.is_torch() || matches!(q.first(), Some("math" | "numpy")))
+                    || f.kind_str() == "identifier"
+                        && (crate::semantic::names::is_detaching_builtin(t)
+                            || crate::semantic::names::is_passthrough_builtin(t)
+                            || matches!(
+                                t,
+                                "isinstance" | "range" | "print" | "tuple" | "list" | "dict"
+                            ))
+            });
         let wants_grad = calls.iter().any(|&c| {
             model.backward_at(c).is_some()
                 || model.qualified(model.calls[c].function).is_some_and(|q| {
@@ -1380,16 +1392,16 @@ impl ProjectIndex {
             .iter()
             .map(|(p, s)| {
                 // `from pkg import sub` depends on `pkg/sub.py` too, when that is a file.
-                let d = s
-                    .imports
-                    .iter()
-                    .flat_map(|i| {
-                        let sub = i.name.as_ref().and_then(|n| {
-                            resolver.module_file(p, &format!("{}.{n}", i.module))
-                        });
-                        resolver.module_file(p, &i.module).into_iter().chain(sub)
-                    })
-                    .collect();
+                let d =
+                    s.imports
+                        .iter()
+                        .flat_map(|i| {
+                            let sub = i.name.as_ref().and_then(|n| {
+                                resolver.module_file(p, &format!("{}.{n}", i.module))
+                            });
+                            resolver.module_file(p, &i.module).into_iter().chain(sub)
+                        })
+                        .collect();
                 (p.as_path(), d)
             })
             .collect();
@@ -1617,7 +1629,11 @@ impl ProjectIndex {
                                 .insert(i.local.clone(), g.detached_outputs.clone());
                         }
                     }
-                    if ts.functions.iter().any(|g| g.name == def && g.no_grad_decorator) {
+                    if ts
+                        .functions
+                        .iter()
+                        .any(|g| g.name == def && g.no_grad_decorator)
+                    {
                         f.no_grad_decorators.insert(i.local.clone());
                     }
                     if ts.frozen_classes.contains(&def)

@@ -205,7 +205,9 @@ impl<'a> SemanticModel<'a> {
         let moves =
             |t: &str| t.contains(".cuda(") || t.contains(".to(") || t.contains("device_map");
         if let Some(b) = self.binding_of(model, site) {
-            if b.value.is_some_and(|v| moves(self.text(v)) || self.handed_device(v)) {
+            if b.value
+                .is_some_and(|v| moves(self.text(v)) || self.handed_device(v))
+            {
                 return true;
             }
         }

@@ -87,7 +87,11 @@ impl<'a> SemanticModel<'a> {
     /// Whether a decorator of `f` is a project function that disables gradients
     /// (`@smart_inference_mode()`, `@nograd`).
     fn decorated_by_project_no_grad(&self, f: ScopeId) -> bool {
-        let Some(d) = self.scope(f).node.parent().filter(|d| d.kind_str() == "decorated_definition")
+        let Some(d) = self
+            .scope(f)
+            .node
+            .parent()
+            .filter(|d| d.kind_str() == "decorated_definition")
         else {
             return false;
         };
@@ -99,8 +103,13 @@ impl<'a> SemanticModel<'a> {
             let Some(e) = x.named_child(0).filter(|_| x.kind_str() == "decorator") else {
                 return false;
             };
-            let callee = if e.kind_str() == "call" { e.field("function") } else { Some(e) };
-            callee.is_some_and(|n| n.kind_str() == "identifier" && p.no_grad_decorator(self.text(n)))
+            let callee = if e.kind_str() == "call" {
+                e.field("function")
+            } else {
+                Some(e)
+            };
+            callee
+                .is_some_and(|n| n.kind_str() == "identifier" && p.no_grad_decorator(self.text(n)))
         });
         found
     }

@@ -1237,8 +1237,9 @@ impl<'a> SemanticModel<'a> {
                 .flatten()
                 .filter(|f| f.kind_str() == "attribute")
                 .filter(|f| {
-                    f.field("attribute")
-                        .is_some_and(|m| matches!(self.text(m), "to" | "cuda" | "eval" | "float" | "half"))
+                    f.field("attribute").is_some_and(|m| {
+                        matches!(self.text(m), "to" | "cuda" | "eval" | "float" | "half")
+                    })
                 })
                 .and_then(|f| f.field("object"));
             match recv {
