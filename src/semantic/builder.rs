@@ -467,7 +467,10 @@ impl<'a> Builder<'a> {
                         value = expr;
                     }
                 }
-                if let Some(g) = self.grad_effect(value) {
+                if let Some(g) = self
+                    .grad_effect(value)
+                    .or_else(|| self.context_manager_grad_effect(value))
+                {
                     grad = Some(g);
                 }
             }
@@ -488,16 +491,7 @@ impl<'a> Builder<'a> {
         if expr.kind_str() != "identifier" {
             return None;
         }
-        let name = self.text(expr);
-        let mut scope = Some(self.scope);
-        let def = loop {
-            let s = scope?;
-            if let Some(&f) = self.m.functions.get(&(s, name)) {
-                break f;
-            }
-            scope = self.m.scope(s).parent;
-        };
-        // Only a function already walked (defined above the decorated one).
+        let def = self.function_above(self.text(expr))?;
         let node = self.m.scopes.get(def)?.node;
         let wrapped = *self.m.scopes.get(def)?.params.first()?;
         let mut mode = None;
@@ -536,6 +530,88 @@ impl<'a> Builder<'a> {
             stack.extend(n.named_children(&mut c));
         }
         mode
+    }
+
+    /// The function `name` visible here, if it was already walked (defined above).
+    fn function_above(&self, name: &str) -> Option<ScopeId> {
+        let mut scope = Some(self.scope);
+        let def = loop {
+            let s = scope?;
+            if let Some(&f) = self.m.functions.get(&(s, name)) {
+                break f;
+            }
+            scope = self.m.scope(s).parent;
+        };
+        self.m.scopes.get(def).is_some().then_some(def)
+    }
+
+    /// The grad mode a context manager of this file establishes: a generator function
+    /// defined above and decorated with `contextmanager`, whose `yield` stands inside
+    /// one of torch's grad-mode blocks (`@contextmanager def _inference_mode(): with
+    /// torch.inference_mode(): yield`).
+    fn context_manager_grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
+        let callee = (expr.kind_str() == "call").then(|| expr.field("function")).flatten()?;
+        if callee.kind_str() != "identifier" {
+            return None;
+        }
+        let node = self.m.scopes.get(self.function_above(self.text(callee))?)?.node;
+        let decorated = node.parent().filter(|d| d.kind_str() == "decorated_definition")?;
+        let mut c = decorated.walk();
+        if !decorated
+            .named_children(&mut c)
+            .any(|d| d.kind_str() == "decorator" && self.text(d).ends_with("contextmanager"))
+        {
+            return None;
+        }
+        let mut mode = None;
+        let mut stack = vec![node.field("body")?];
+        let mut budget = 4096;
+        while let Some(n) = stack.pop() {
+            budget -= 1;
+            if budget == 0 {
+                return None;
+            }
+            if n.kind_str() == "yield" {
+                // A `yield` outside every grad-mode block: the caller's mode holds.
+                return None;
+            }
+            if n.kind_str() == "with_statement" {
+                let mut g = None;
+                if let Some(clause) = n.named_child(0) {
+                    let mut c2 = clause.walk();
+                    for item in clause.named_children(&mut c2) {
+                        if let Some(e) = item.named_child(0).and_then(|v| self.grad_effect(v)) {
+                            g = Some(e);
+                        }
+                    }
+                }
+                if let (Some(g), Some(body)) = (g, n.field("body")) {
+                    if self.yields_within(body) {
+                        if mode.is_some_and(|m| m != g) {
+                            return None;
+                        }
+                        mode = Some(g);
+                    }
+                    continue;
+                }
+            }
+            let mut c3 = n.walk();
+            stack.extend(n.named_children(&mut c3));
+        }
+        mode
+    }
+
+    /// Whether a `yield` stands under `node`.
+    fn yields_within(&self, node: Node<'a>) -> bool {
+        let mut stack = vec![node];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "yield" {
+                return true;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        false
     }
 
     /// Whether some call under `node` calls `name`.

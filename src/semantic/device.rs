@@ -166,7 +166,8 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// `acc = torch.cat([acc, out])`: a value rebound to itself concatenated with
-    /// something else. Gives the read of the previous value and what is added.
+    /// something else along the batch dimension. Gives the read of the previous value
+    /// and what is added.
     pub fn self_concatenation<'t>(
         &self,
         target: Node<'t>,
@@ -177,7 +178,16 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let q = self.qualified(value.field("function")?)?;
-        if !(q.is_torch() && matches!(q.last(), Some("cat" | "concat" | "vstack" | "hstack"))) {
+        if !(q.is_torch() && matches!(q.last(), Some("cat" | "concat" | "vstack"))) {
+            return None;
+        }
+        // Along the batch dimension: `torch.cat([tokens, nxt], dim=1)` extends each
+        // sequence (a generation loop's state), it does not stack batches.
+        let dim = self
+            .keyword_arg(value, "dim")
+            .or_else(|| self.keyword_arg(value, "axis"))
+            .or_else(|| self.positional_args(value).nth(1));
+        if dim.is_some_and(|d| self.text(unwrap_parens(d)) != "0") {
             return None;
         }
         let seq = unwrap_parens(self.positional_args(value).next()?);
