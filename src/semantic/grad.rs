@@ -203,6 +203,14 @@ impl<'a> SemanticModel<'a> {
     /// alone, a file that imports another array framework and no PyTorch package is
     /// not, and neither is one whose imports are all of the standard library or of
     /// NumPy-like libraries. A file with no import at all is given the benefit.
+    /// Whether the file imports another array framework (JAX, TensorFlow, ...), beside
+    /// PyTorch or not.
+    pub fn imports_foreign_framework(&self) -> bool {
+        self.imports
+            .values()
+            .any(|q| q.first().is_some_and(|t| crate::project::FOREIGN.contains(&t)))
+    }
+
     pub fn is_torch_code(&self) -> bool {
         if let Some(p) = self.project() {
             return p.torch();

@@ -952,6 +952,11 @@ impl<'a> SemanticModel<'a> {
         {
             return true;
         }
+        // `text_encoder(ids, params=params["text_encoder"])` in a file that imports JAX:
+        // a Flax model applied to its parameters, no PyTorch forward.
+        if self.keyword_arg(call, "params").is_some() && self.imports_foreign_framework() {
+            return true;
+        }
         self.positional_args(call).any(|a| {
             let a = unwrap_parens(a);
             // A NumPy array is no module input (`decoder(x.numpy())` decodes text).
