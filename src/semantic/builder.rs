@@ -550,12 +550,20 @@ impl<'a> Builder<'a> {
     /// one of torch's grad-mode blocks (`@contextmanager def _inference_mode(): with
     /// torch.inference_mode(): yield`).
     fn context_manager_grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
-        let callee = (expr.kind_str() == "call").then(|| expr.field("function")).flatten()?;
+        let callee = (expr.kind_str() == "call")
+            .then(|| expr.field("function"))
+            .flatten()?;
         if callee.kind_str() != "identifier" {
             return None;
         }
-        let node = self.m.scopes.get(self.function_above(self.text(callee))?)?.node;
-        let decorated = node.parent().filter(|d| d.kind_str() == "decorated_definition")?;
+        let node = self
+            .m
+            .scopes
+            .get(self.function_above(self.text(callee))?)?
+            .node;
+        let decorated = node
+            .parent()
+            .filter(|d| d.kind_str() == "decorated_definition")?;
         let mut c = decorated.walk();
         if !decorated
             .named_children(&mut c)

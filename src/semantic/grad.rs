@@ -206,9 +206,10 @@ impl<'a> SemanticModel<'a> {
     /// Whether the file imports another array framework (JAX, TensorFlow, ...), beside
     /// PyTorch or not.
     pub fn imports_foreign_framework(&self) -> bool {
-        self.imports
-            .values()
-            .any(|q| q.first().is_some_and(|t| crate::project::FOREIGN.contains(&t)))
+        self.imports.values().any(|q| {
+            q.first()
+                .is_some_and(|t| crate::project::FOREIGN.contains(&t))
+        })
     }
 
     pub fn is_torch_code(&self) -> bool {
