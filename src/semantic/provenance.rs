@@ -957,17 +957,59 @@ impl<'a> SemanticModel<'a> {
         if self.keyword_arg(call, "params").is_some() && self.imports_foreign_framework() {
             return true;
         }
+        // A NumPy array is no module input (`decoder(x.numpy())` decodes text;
+        // `self.unet(sample=x_np, ...)` runs an ONNX session).
+        if self
+            .keyword_values(call)
+            .any(|a| self.numpy_array(a, site, 2))
+        {
+            return true;
+        }
         self.positional_args(call).any(|a| {
             let a = unwrap_parens(a);
-            // A NumPy array is no module input (`decoder(x.numpy())` decodes text).
-            let numpy = a.kind_str() == "call"
-                && a.field("function")
-                    .and_then(|f| f.field("attribute"))
-                    .is_some_and(|m| self.text(m) == "numpy");
-            numpy
+            self.numpy_array(a, site, 2)
                 || (matches!(a.kind_str(), "identifier" | "attribute")
                     && self.eval(a, site, d) == Value::Module)
         })
+    }
+
+    /// The values of the keyword arguments of `call`.
+    fn keyword_values<'n>(&self, call: Node<'n>) -> impl Iterator<Item = Node<'n>> {
+        let args = call.field("arguments");
+        let mut cur = args.map(|a| a.walk());
+        let kids: Vec<Node<'n>> = match (args, cur.as_mut()) {
+            (Some(a), Some(c)) => a
+                .named_children(c)
+                .filter(|k| k.kind_str() == "keyword_argument")
+                .filter_map(|k| k.field("value"))
+                .collect(),
+            _ => Vec::new(),
+        };
+        kids.into_iter()
+    }
+
+    /// Whether `expr` is a NumPy array: `x.numpy()`, `np.array(...)`, or a name bound
+    /// to one (through `depth` bindings).
+    fn numpy_array(&self, expr: Node<'_>, site: Site, depth: u32) -> bool {
+        let e = unwrap_parens(expr);
+        match e.kind_str() {
+            "call" => {
+                let Some(f) = e.field("function") else {
+                    return false;
+                };
+                f.field("attribute")
+                    .is_some_and(|m| self.text(m) == "numpy")
+                    || self
+                        .qualified(f)
+                        .is_some_and(|q| q.first() == Some("numpy"))
+            }
+            "identifier" if depth > 0 => self.binding_of(e, site).is_some_and(|b| {
+                b.kind == BindingKind::Assign
+                    && b.value
+                        .is_some_and(|v| self.numpy_array(v, b.site, depth - 1))
+            }),
+            _ => false,
+        }
     }
 
     /// Whether a call of something taken for a module is no forward: it passes no input
