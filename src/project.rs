@@ -990,6 +990,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
 /// no-grad modes and nothing that enables gradients: it defines a wrapper or hands
 /// back a call, and its body refers to `torch.no_grad` / `torch.inference_mode`.
 fn names_only_no_grad(model: &SemanticModel<'_>, def_node: Node<'_>) -> bool {
+    // Most functions name neither mode: a scan of their text spares the tree walk.
+    let text = model.text(def_node);
+    if !text.contains("no_grad") && !text.contains("inference_mode") {
+        return false;
+    }
     let Some(body) = def_node.field("body") else {
         return false;
     };

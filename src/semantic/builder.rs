@@ -491,58 +491,11 @@ impl<'a> Builder<'a> {
         if expr.kind_str() != "identifier" {
             return None;
         }
-        let def = self.function_above(self.text(expr))?;
-        let node = self.m.scopes.get(def)?.node;
-        let wrapped = *self.m.scopes.get(def)?.params.first()?;
-        let mut mode = None;
-        let mut stack = vec![node.field("body")?];
-        let mut budget = 4096;
-        while let Some(n) = stack.pop() {
-            budget -= 1;
-            if budget == 0 {
-                return None;
-            }
-            if n.kind_str() == "call"
-                && n.field("function").is_some_and(|f| self.text(f) == wrapped)
-            {
-                // Called outside any grad-mode block: the wrapper changes nothing.
-                return None;
-            }
-            if n.kind_str() == "with_statement" {
-                let g = n
-                    .named_child(0)
-                    .and_then(|clause| clause.named_child(0))
-                    .and_then(|item| item.named_child(0))
-                    .and_then(|e| self.grad_effect(e));
-                if let Some(g) = g {
-                    if let Some(body) = n.field("body") {
-                        if self.calls_within(body, wrapped) {
-                            if mode.is_some_and(|m| m != g) {
-                                return None;
-                            }
-                            mode = Some(g);
-                        }
-                    }
-                    continue;
-                }
-            }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
-        }
-        mode
-    }
-
-    /// The function `name` visible here, if it was already walked (defined above).
-    fn function_above(&self, name: &str) -> Option<ScopeId> {
-        let mut scope = Some(self.scope);
-        let def = loop {
-            let s = scope?;
-            if let Some(&f) = self.m.functions.get(&(s, name)) {
-                break f;
-            }
-            scope = self.m.scope(s).parent;
-        };
-        self.m.scopes.get(def).is_some().then_some(def)
+        let def = self.m.scopes.get(self.function_above(self.text(expr))?)?;
+        let wrapped = *def.params.first()?;
+        self.grad_mode_around(def.node, |n| {
+            n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == wrapped)
+        })
     }
 
     /// The grad mode a context manager of this file establishes: a generator function
@@ -571,30 +524,41 @@ impl<'a> Builder<'a> {
         {
             return None;
         }
+        self.grad_mode_around(node, |n| n.kind_str() == "yield")
+    }
+
+    /// The one grad mode that every node of `def`'s body matching `marker` (the call of
+    /// the wrapped function, a `yield`) runs in: each stands inside a block of one of
+    /// torch's grad modes, all of the same mode. `None` when one stands outside them,
+    /// when the modes differ, or when none matches.
+    fn grad_mode_around(
+        &self,
+        def: Node<'a>,
+        marker: impl Fn(Node<'a>) -> bool,
+    ) -> Option<GradMode> {
         let mut mode = None;
-        let mut stack = vec![node.field("body")?];
+        let mut stack = vec![def.field("body")?];
         let mut budget = 4096;
         while let Some(n) = stack.pop() {
             budget -= 1;
             if budget == 0 {
                 return None;
             }
-            if n.kind_str() == "yield" {
-                // A `yield` outside every grad-mode block: the caller's mode holds.
+            if marker(n) {
                 return None;
             }
             if n.kind_str() == "with_statement" {
                 let mut g = None;
                 if let Some(clause) = n.named_child(0) {
-                    let mut c2 = clause.walk();
-                    for item in clause.named_children(&mut c2) {
+                    let mut c = clause.walk();
+                    for item in clause.named_children(&mut c) {
                         if let Some(e) = item.named_child(0).and_then(|v| self.grad_effect(v)) {
                             g = Some(e);
                         }
                     }
                 }
                 if let (Some(g), Some(body)) = (g, n.field("body")) {
-                    if self.yields_within(body) {
+                    if any_under(body, &marker) {
                         if mode.is_some_and(|m| m != g) {
                             return None;
                         }
@@ -603,36 +567,23 @@ impl<'a> Builder<'a> {
                     continue;
                 }
             }
-            let mut c3 = n.walk();
-            stack.extend(n.named_children(&mut c3));
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
         }
         mode
     }
 
-    /// Whether a `yield` stands under `node`.
-    fn yields_within(&self, node: Node<'a>) -> bool {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            if n.kind_str() == "yield" {
-                return true;
+    /// The function `name` visible here, if it was already walked (defined above).
+    fn function_above(&self, name: &str) -> Option<ScopeId> {
+        let mut scope = Some(self.scope);
+        let def = loop {
+            let s = scope?;
+            if let Some(&f) = self.m.functions.get(&(s, name)) {
+                break f;
             }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
-        }
-        false
-    }
-
-    /// Whether some call under `node` calls `name`.
-    fn calls_within(&self, node: Node<'a>, name: &str) -> bool {
-        let mut stack = vec![node];
-        while let Some(n) = stack.pop() {
-            if n.kind_str() == "call" && n.field("function").is_some_and(|f| self.text(f) == name) {
-                return true;
-            }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
-        }
-        false
+            scope = self.m.scope(s).parent;
+        };
+        self.m.scopes.get(def).is_some().then_some(def)
     }
 
     /// The grad mode a context manager or decorator establishes, if it is one of torch's.
@@ -1093,4 +1044,17 @@ fn push_dotted<'a>(q: &mut QualName<'a>, dotted: Node<'_>, src: &'a str) {
             q.push(&src[part.byte_range()]);
         }
     }
+}
+
+/// Whether some node under `node` (itself included) satisfies `pred`.
+fn any_under<'a>(node: Node<'a>, pred: impl Fn(Node<'a>) -> bool) -> bool {
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        if pred(n) {
+            return true;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    false
 }

@@ -231,34 +231,24 @@ impl<'a> SemanticModel<'a> {
     /// `load_classifier(path, device).eval()`, `Net(cfg, device=args.device)`: a
     /// builder or loader handed the device puts what it returns there.
     fn handed_device(&self, value: Node<'_>) -> bool {
-        let mut v = unwrap_parens(value);
+        let device_like = |a: Node<'_>| {
+            let a = unwrap_parens(a);
+            matches!(a.kind_str(), "identifier" | "attribute") && {
+                let t = self.text(a);
+                let last = t.rsplit('.').next().unwrap_or(t);
+                last.to_ascii_lowercase().contains("device")
+            }
+        };
         // Through a method chain on the result (`.eval()`, `.float()`).
+        let mut v = unwrap_parens(value);
         while v.kind_str() == "call" {
-            let Some(f) = v.field("function") else {
-                return false;
-            };
-            let device_arg = v.field("arguments").is_some_and(|args| {
-                let mut cur = args.walk();
-                let found = args.named_children(&mut cur).any(|a| {
-                    let a = if a.kind_str() == "keyword_argument" {
-                        a.field("value").unwrap_or(a)
-                    } else {
-                        a
-                    };
-                    let a = unwrap_parens(a);
-                    matches!(a.kind_str(), "identifier" | "attribute") && {
-                        let t = self.text(a);
-                        let last = t.rsplit('.').next().unwrap_or(t);
-                        last.to_ascii_lowercase().contains("device")
-                    }
-                });
-                found
-            });
-            if device_arg {
+            if self.any_argument_value(v, device_like) {
                 return true;
             }
-            match f.kind_str() {
-                "attribute" => v = unwrap_parens(f.field("object").expect("attribute")),
+            match v.field("function") {
+                Some(f) if f.kind_str() == "attribute" => {
+                    v = unwrap_parens(f.field("object").expect("attribute"));
+                }
                 _ => return false,
             }
         }

@@ -959,33 +959,14 @@ impl<'a> SemanticModel<'a> {
         }
         // A NumPy array is no module input (`decoder(x.numpy())` decodes text;
         // `self.unet(sample=x_np, ...)` runs an ONNX session).
-        if self
-            .keyword_values(call)
-            .any(|a| self.numpy_array(a, site, 2))
-        {
+        if self.any_argument_value(call, |a| self.numpy_array(a, site, 2)) {
             return true;
         }
         self.positional_args(call).any(|a| {
             let a = unwrap_parens(a);
-            self.numpy_array(a, site, 2)
-                || (matches!(a.kind_str(), "identifier" | "attribute")
-                    && self.eval(a, site, d) == Value::Module)
+            matches!(a.kind_str(), "identifier" | "attribute")
+                && self.eval(a, site, d) == Value::Module
         })
-    }
-
-    /// The values of the keyword arguments of `call`.
-    fn keyword_values<'n>(&self, call: Node<'n>) -> impl Iterator<Item = Node<'n>> {
-        let args = call.field("arguments");
-        let mut cur = args.map(|a| a.walk());
-        let kids: Vec<Node<'n>> = match (args, cur.as_mut()) {
-            (Some(a), Some(c)) => a
-                .named_children(c)
-                .filter(|k| k.kind_str() == "keyword_argument")
-                .filter_map(|k| k.field("value"))
-                .collect(),
-            _ => Vec::new(),
-        };
-        kids.into_iter()
     }
 
     /// Whether `expr` is a NumPy array: `x.numpy()`, `np.array(...)`, or a name bound
@@ -1270,30 +1251,13 @@ impl<'a> SemanticModel<'a> {
         let Some(b) = self.binding_of(func, site) else {
             return false;
         };
-        let Some(mut v) = b.value.filter(|_| b.kind == BindingKind::Assign) else {
-            return false;
-        };
         // Through `.to(device)`, `.cuda()`, `.eval()` on the new module.
-        loop {
-            v = unwrap_parens(v);
-            if self.is_parameterless_module_ctor(v) {
-                return true;
-            }
-            let recv = (v.kind_str() == "call")
-                .then(|| v.field("function"))
-                .flatten()
-                .filter(|f| f.kind_str() == "attribute")
-                .filter(|f| {
-                    f.field("attribute").is_some_and(|m| {
-                        matches!(self.text(m), "to" | "cuda" | "eval" | "float" | "half")
-                    })
-                })
-                .and_then(|f| f.field("object"));
-            match recv {
-                Some(r) => v = r,
-                None => return false,
-            }
-        }
+        b.kind == BindingKind::Assign
+            && b.value.is_some_and(|v| {
+                let built =
+                    self.receiver_through(v, |m| m == "eval" || names::is_conversion_method(m));
+                self.is_parameterless_module_ctor(built)
+            })
     }
 
     /// Whether every argument of `call` is detached, through moves and casts
@@ -1302,19 +1266,7 @@ impl<'a> SemanticModel<'a> {
         let mut any = false;
         for a in self.positional_args(call) {
             any = true;
-            let mut a = unwrap_parens(a);
-            while let Some(recv) = (a.kind_str() == "call")
-                .then(|| a.field("function"))
-                .flatten()
-                .filter(|f| {
-                    f.kind_str() == "attribute"
-                        && f.field("attribute")
-                            .is_some_and(|m| names::is_conversion_method(self.text(m)))
-                })
-                .and_then(|f| f.field("object"))
-            {
-                a = unwrap_parens(recv);
-            }
+            let a = self.receiver_through(a, names::is_conversion_method);
             if self.eval(a, site, d) != Value::Detached {
                 return false;
             }

@@ -88,6 +88,43 @@ impl<'a> SemanticModel<'a> {
         children.into_iter()
     }
 
+    /// Whether some argument value of a call (positional, or a keyword's value)
+    /// satisfies `pred`.
+    pub fn any_argument_value<'t>(
+        &self,
+        call: Node<'t>,
+        mut pred: impl FnMut(Node<'t>) -> bool,
+    ) -> bool {
+        let Some(args) = call.field("arguments") else {
+            return false;
+        };
+        let mut c = args.walk();
+        let found = args.named_children(&mut c).any(|a| match a.kind_str() {
+            "keyword_argument" => a.field("value").is_some_and(&mut pred),
+            "comment" | "list_splat" | "dictionary_splat" => false,
+            _ => pred(a),
+        });
+        found
+    }
+
+    /// `x` in `x.to(device).eval()`: the receiver under a chain of method calls whose
+    /// names satisfy `through`.
+    pub fn receiver_through<'t>(&self, expr: Node<'t>, through: impl Fn(&str) -> bool) -> Node<'t> {
+        let mut v = unwrap_parens(expr);
+        while let Some(recv) = (v.kind_str() == "call")
+            .then(|| v.field("function"))
+            .flatten()
+            .filter(|f| {
+                f.kind_str() == "attribute"
+                    && f.field("attribute").is_some_and(|m| through(self.text(m)))
+            })
+            .and_then(|f| f.field("object"))
+        {
+            v = unwrap_parens(recv);
+        }
+        v
+    }
+
     /// A keyword argument's value.
     pub fn keyword_arg<'t>(&self, call: Node<'t>, name: &str) -> Option<Node<'t>> {
         let args = call.field("arguments")?;
