@@ -495,29 +495,73 @@ impl<'a> SemanticModel<'a> {
                     .positional_args(o.node)
                     .nth(1)
                     .is_some_and(|a| self.text(a) == path)
-                && self.positional_args(o.node).next().is_some_and(|saved| {
-                    let mut x = unwrap_parens(saved);
-                    for _ in 0..16 {
-                        let Some(f) = (x.kind_str() == "call")
-                            .then(|| x.field("function"))
-                            .flatten()
-                        else {
-                            return false;
-                        };
-                        if f.kind_str() != "attribute" {
-                            return false;
-                        }
-                        if f.field("attribute").is_some_and(|a| self.text(a) == "cpu") {
-                            return true;
-                        }
-                        match f.field("object") {
-                            Some(o) => x = unwrap_parens(o),
-                            None => return false,
-                        }
-                    }
-                    false
-                })
+                && self
+                    .positional_args(o.node)
+                    .next()
+                    .is_some_and(|saved| self.cpu_state(saved, o.site))
         })
+    }
+
+    /// Whether `value` holds tensors put on the CPU: a chain through `.cpu()`
+    /// (`net.cpu().state_dict()`), a dict comprehension of such values
+    /// (`{k: v.cpu() for k, v in sd.items()}`), or a name whose entries the code moves
+    /// one by one (`for k in sd: sd[k] = sd[k].cpu()`) or bound to one of those.
+    fn cpu_state(&self, value: Node<'a>, site: Site) -> bool {
+        let chain_cpu = |v: Node<'a>| {
+            let mut x = unwrap_parens(v);
+            for _ in 0..16 {
+                let Some(f) = (x.kind_str() == "call")
+                    .then(|| x.field("function"))
+                    .flatten()
+                else {
+                    return false;
+                };
+                if f.kind_str() != "attribute" {
+                    return false;
+                }
+                if f.field("attribute").is_some_and(|a| self.text(a) == "cpu") {
+                    return true;
+                }
+                match f.field("object") {
+                    Some(o) => x = unwrap_parens(o),
+                    None => return false,
+                }
+            }
+            false
+        };
+        let v = unwrap_parens(value);
+        if chain_cpu(v) {
+            return true;
+        }
+        if v.kind_str() == "dictionary_comprehension" {
+            return v
+                .field("body")
+                .and_then(|p| p.field("value"))
+                .is_some_and(chain_cpu);
+        }
+        if v.kind_str() != "identifier" {
+            return false;
+        }
+        let name = self.text(v);
+        let f = self.function_of(site.scope);
+        let moved_in_place = self.assignments.iter().any(|a| {
+            self.function_of(a.site.scope) == f
+                && a.site.loop_.is_some()
+                && a.node.start_byte() < v.start_byte()
+                && a.target.kind_str() == "subscript"
+                && a.target
+                    .field("value")
+                    .is_some_and(|t| t.kind_str() == "identifier" && self.text(t) == name)
+                && chain_cpu(a.value)
+        });
+        moved_in_place
+            || self.binding_of(v, site).is_some_and(|b| {
+                b.kind == BindingKind::Assign
+                    && b.index.is_none()
+                    && b.value.is_some_and(|bv| {
+                        unwrap_parens(bv).kind_str() != "identifier" && self.cpu_state(bv, b.site)
+                    })
+            })
     }
 
     /// Whether what `torch.save` writes (`model.state_dict()`, `self.net`) comes from a
@@ -735,46 +779,127 @@ impl<'a> SemanticModel<'a> {
             }
             r.kind_str() == "identifier" && self.text(r) == name
         };
+        let names = self.names_derived_from(name, f, assign.end_byte());
         let fed = self.calls.iter().any(|o| {
             o.node.start_byte() > assign.end_byte()
                 && self.function_of(o.site.scope) == f
-                && self.state_dict_args(o.node).any(|a| root_is(a, name))
+                && self
+                    .state_dict_args(o.node)
+                    .any(|a| names.iter().any(|n| root_is(a, n)))
         });
         if fed || depth >= 2 {
             return fed;
         }
-        // Returned by the enclosing function: the name itself or an entry of it, or a
-        // dict filled from its entries (`for k, v in sd["model"].items(): new[k[7:]] = v`,
-        // the usual renaming of `module.` prefixes).
+        // Returned by the enclosing function: the name itself, an entry of it, or a
+        // dict made from it.
         let Some(func) = f else { return false };
-        let scope = &self.scopes[func];
-        let mut filled: Vec<&str> = Vec::new();
-        for lp in self.loops.iter().filter(|l| l.scope == func) {
-            let Some(iter) = lp.iter else { continue };
-            if lp.node.start_byte() <= assign.end_byte() || !root_is(iter, name) {
-                continue;
-            }
-            let mut c = lp.body.walk();
-            for st in lp.body.named_children(&mut c) {
-                let Some(a) = st.named_child(0).filter(|a| a.kind_str() == "assignment") else {
-                    continue;
-                };
-                if let Some(v) = a
-                    .field("left")
-                    .filter(|l| l.kind_str() == "subscript")
-                    .and_then(|l| l.field("value"))
-                    .filter(|v| v.kind_str() == "identifier")
-                {
-                    filled.push(self.text(v));
-                }
-            }
-        }
-        scope.returns.iter().any(|&(e, _)| {
-            (root_is(e, name) || filled.iter().any(|&d| root_is(e, d)))
+        self.scopes[func].returns.iter().any(|&(e, _)| {
+            names.iter().any(|n| root_is(e, n))
                 && e.parent()
                     .filter(|r| r.kind_str() == "return_statement")
                     .is_some()
         }) && self.returned_feeds_state_dict(func, depth)
+    }
+
+    /// The names that hold what `name` held, or a dict made from it, after byte `after`
+    /// in the function `func` (the module when `None`): `name` itself, a name assigned
+    /// from an expression that reads one of them (`sd = ckpt["model"]`,
+    /// `matched = {k: v for k, v in sd.items() if k in own}`), a dict merged from one
+    /// (`own.update(matched)`), and a dict filled by a loop over one
+    /// (`for k, v in sd.items(): renamed[k[7:]] = v`, the usual renaming of the
+    /// `module.` prefix). Fine-tuning code merges a checkpoint into the model's own
+    /// state dict before loading it.
+    fn names_derived_from(
+        &self,
+        name: &'a str,
+        func: Option<ScopeId>,
+        after: usize,
+    ) -> Vec<&'a str> {
+        let end = func.map_or(self.root.end_byte(), |f| self.scopes[f].node.end_byte());
+        let mut names = vec![name];
+        let mut i = 0;
+        // Bounded: a name read everywhere (a config dict) must not spread without end.
+        while i < names.len() && names.len() < 16 {
+            let cur = names[i];
+            i += 1;
+            for &read in self.identifiers_in(cur, after..end) {
+                for d in self.receivers_of_read(read) {
+                    if !names.contains(&d) {
+                        names.push(d);
+                    }
+                }
+            }
+        }
+        names
+    }
+
+    /// The names a read of a value passes it on to, in the statement that holds the
+    /// read ([`Self::names_derived_from`]).
+    fn receivers_of_read(&self, read: Node<'a>) -> Vec<&'a str> {
+        let root_name = |t: Node<'a>| {
+            let mut r = unwrap_parens(t);
+            while r.kind_str() == "subscript" {
+                r = r.field("value").unwrap_or(r);
+            }
+            (r.kind_str() == "identifier").then(|| self.text(r))
+        };
+        let mut out = Vec::new();
+        let mut n = read;
+        while let Some(p) = n.parent() {
+            match p.kind_str() {
+                "assignment" | "augmented_assignment" => {
+                    if p.field("right").is_some_and(|r| r.id() == n.id()) {
+                        out.extend(p.field("left").and_then(root_name));
+                    }
+                    break;
+                }
+                "for_statement" => {
+                    if p.field("right").is_some_and(|r| r.id() == n.id()) {
+                        // Every dict the body stores into.
+                        if let Some(body) = p.field("body") {
+                            let mut c = body.walk();
+                            let mut stack = vec![body];
+                            while let Some(x) = stack.pop() {
+                                if x.kind_str() == "assignment" {
+                                    if let Some(l) =
+                                        x.field("left").filter(|l| l.kind_str() == "subscript")
+                                    {
+                                        out.extend(root_name(l));
+                                    }
+                                }
+                                stack.extend(x.named_children(&mut c));
+                            }
+                        }
+                    }
+                    break;
+                }
+                "argument_list" => {
+                    // `own.update(sd)`: the receiver holds the entries now.
+                    let call = p.parent();
+                    if let Some(obj) = call
+                        .and_then(|c| c.field("function"))
+                        .filter(|f| {
+                            f.kind_str() == "attribute"
+                                && f.field("attribute").is_some_and(|a| self.text(a) == "update")
+                        })
+                        .and_then(|f| f.field("object"))
+                    {
+                        out.extend(root_name(obj));
+                    }
+                    n = p;
+                }
+                k if k == "block"
+                    || k == "module"
+                    || k.ends_with("_statement")
+                    || k.ends_with("_definition")
+                    || k.ends_with("_clause") && k != "for_in_clause" && k != "if_clause" =>
+                {
+                    break
+                }
+                _ => n = p,
+            }
+        }
+        out
     }
 
     /// Whether what the function `func` hands back goes into a loader of state dicts
