@@ -26,6 +26,7 @@ pub mod selection;
 pub mod semantic;
 pub mod server;
 pub mod source;
+pub mod stdlib;
 pub mod testing;
 pub mod walk;
 

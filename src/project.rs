@@ -528,33 +528,16 @@ pub(crate) const FOREIGN: &[&str] = &[
     "paddle",
     "mindspore",
     "oneflow",
+    "megengine",
 ];
 
 /// Libraries that carry no autograd graph.
 const PLAIN: &[&str] = &[
     "numpy",
-    "math",
-    "random",
-    "os",
-    "sys",
-    "time",
     "matplotlib",
     "pandas",
     "scipy",
-    "json",
-    "argparse",
-    "collections",
-    "itertools",
-    "functools",
-    "re",
-    "pickle",
     "sklearn",
-    "typing",
-    "pathlib",
-    "logging",
-    "copy",
-    "csv",
-    "__future__",
     "gym",
     "tqdm",
     "PIL",
@@ -571,7 +554,9 @@ pub fn maybe_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
     for t in tops {
         any = true;
         foreign |= FOREIGN.contains(&t);
-        other |= !PLAIN.contains(&t) && !TORCH_FAMILY.contains(&t) && !FOREIGN.contains(&t);
+        other |= !PLAIN.contains(&t)
+            && !crate::stdlib::is_stdlib(t)
+            && !TORCH_FAMILY.contains(&t) && !FOREIGN.contains(&t);
     }
     torch || (!foreign && (other || !any))
 }

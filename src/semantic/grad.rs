@@ -226,7 +226,7 @@ fn names_foreign_framework(cond: &str) -> bool {
     cond.split(|c: char| !c.is_ascii_alphanumeric()).any(|w| {
         matches!(
             w.to_ascii_lowercase().as_str(),
-            "tf" | "tensorflow" | "jax" | "flax" | "keras" | "mxnet" | "paddle"
+            "tf" | "tensorflow" | "jax" | "flax" | "keras" | "mxnet" | "paddle" | "megengine"
         )
     })
 }
