@@ -1121,7 +1121,9 @@ fn named_context(
     }
     // Its results feed a backward in a caller (SAC's `evaluate` sampling for the
     // policy loss, a `predict` used by the training loss): part of training.
-    if model.callers(f).iter().any(|&c| result_feeds_grad(model, c)) {
+    // Another file's too (PPO's `evaluate_actions`, whose log-probs the trainer's
+    // loss backpropagates).
+    if model.callers(f).iter().any(|&c| result_feeds_grad(model, c)) || model.returns_into_backward(f) {
         return None;
     }
     let in_module_class = s.class.is_some_and(|c| model.is_module_class(c));

@@ -148,6 +148,11 @@ pub struct FileSummary {
     /// (`waveglow.infer(mel)`), and whether every such call runs under `no_grad`.
     #[serde(default)]
     pub method_calls: BTreeMap<String, bool>,
+    /// Method names called on such a receiver whose result flows into a backward here
+    /// (`self.policy.evaluate_actions(obs, actions)` giving the log-probs of a PPO
+    /// loss): those methods compute part of a training step's loss.
+    #[serde(default)]
+    pub trained_method_calls: BTreeSet<String>,
 }
 
 /// What one file needs from the rest of the project.
@@ -556,7 +561,8 @@ pub fn maybe_torch<'s>(tops: impl Iterator<Item = &'s str> + Clone) -> bool {
         foreign |= FOREIGN.contains(&t);
         other |= !PLAIN.contains(&t)
             && !crate::stdlib::is_stdlib(t)
-            && !TORCH_FAMILY.contains(&t) && !FOREIGN.contains(&t);
+            && !TORCH_FAMILY.contains(&t)
+            && !FOREIGN.contains(&t);
     }
     torch || (!foreign && (other || !any))
 }
@@ -935,6 +941,9 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             continue;
         }
         let quiet = model.grad_mode(call.site) == GradMode::Disabled;
+        if !quiet && model.call_flows_into_backward(call.node) {
+            s.trained_method_calls.insert(m.to_owned());
+        }
         match s.method_calls.get_mut(m) {
             Some(q) => *q &= quiet,
             None => {
@@ -1440,11 +1449,21 @@ impl ProjectIndex {
                 definers.entry(m).or_default().insert(g.name.as_str());
             }
         }
+        // A method whose result some file backpropagates, on a receiver no summary
+        // resolves, computes part of a loss wherever it is defined: PPO's
+        // `evaluate_actions` is a training pass, whatever its name says.
+        let trained: BTreeSet<&str> = files
+            .values()
+            .flat_map(|s| s.trained_method_calls.iter().map(String::as_str))
+            .collect();
         for (p, s) in &files {
             for g in s.functions.iter().filter(|g| g.method) {
                 let m = g.name.rsplit('.').next().unwrap_or(&g.name);
                 if method_modes.get(m) == Some(&true) {
                     callers.entry((p.clone(), g.name.clone())).or_insert(true);
+                }
+                if trained.contains(m) {
+                    trainers.insert((p.clone(), g.name.clone()));
                 }
             }
         }

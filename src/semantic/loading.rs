@@ -880,7 +880,8 @@ impl<'a> SemanticModel<'a> {
                         .and_then(|c| c.field("function"))
                         .filter(|f| {
                             f.kind_str() == "attribute"
-                                && f.field("attribute").is_some_and(|a| self.text(a) == "update")
+                                && f.field("attribute")
+                                    .is_some_and(|a| self.text(a) == "update")
                         })
                         .and_then(|f| f.field("object"))
                     {
