@@ -153,6 +153,11 @@ pub struct FileSummary {
     /// loss): those methods compute part of a training step's loss.
     #[serde(default)]
     pub trained_method_calls: BTreeSet<String>,
+    /// Method names called on `self`, and whether every such call runs under
+    /// `no_grad`: a base class's `evaluate_one_epoch` calling `self.eval_step(data)`
+    /// inside `no_grad` reaches the overrides that subclasses in other files define.
+    #[serde(default)]
+    pub self_method_calls: BTreeMap<String, bool>,
 }
 
 /// What one file needs from the rest of the project.
@@ -937,10 +942,14 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             continue;
         };
         let r = model.text(recv);
-        if m.starts_with("__") || matches!(r, "self" | "cls") || imported.contains_key(r) {
+        if m.starts_with("__") || imported.contains_key(r) {
             continue;
         }
         let quiet = model.grad_mode(call.site) == GradMode::Disabled;
+        if matches!(r, "self" | "cls") {
+            *s.self_method_calls.entry(m.to_owned()).or_insert(true) &= quiet;
+            continue;
+        }
         if !quiet && model.call_flows_into_backward(call.node) {
             s.trained_method_calls.insert(m.to_owned());
         }
@@ -1432,13 +1441,13 @@ impl ProjectIndex {
             }
         }
         // A method whose receiver no summary resolves (`waveglow.infer(mel)` on a model
-        // loaded from a checkpoint) is called wherever a call of its name is, when one
-        // class name alone defines it in the project (copies of a file included): when
-        // every such call runs under no_grad, so do its forwards. Two classes defining
-        // it (`DDPM.sample`, `DDIM.sample`) leave the calls to either.
+        // loaded from a checkpoint, `self.eval_step(batch)` in a base class that
+        // subclasses in other files override) is called wherever a call of its name
+        // is: when every such call in the project runs under no_grad, so do the
+        // forwards of each of its definitions.
         let mut method_modes: BTreeMap<&str, bool> = BTreeMap::new();
         for s in files.values() {
-            for (m, &quiet) in &s.method_calls {
+            for (m, &quiet) in s.method_calls.iter().chain(&s.self_method_calls) {
                 *method_modes.entry(m.as_str()).or_insert(true) &= quiet;
             }
         }
