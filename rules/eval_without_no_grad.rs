@@ -1470,6 +1470,12 @@ impl<'m, 'a> Forwards<'m, 'a> {
             if names::is_module_api_method(meth) {
                 return false;
             }
+            // An instance of a known class of the file: its own method decides.
+            if let Value::Instance(class) = m.value(recv, c.site) {
+                if let Some(g) = m.method_of(class, meth, 0) {
+                    return self.function_runs_forward(g);
+                }
+            }
             let defs: Vec<ScopeId> = method_defs(m, meth).collect();
             if !defs.is_empty() {
                 return defs.into_iter().any(|g| self.function_runs_forward(g));

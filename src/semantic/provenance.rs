@@ -258,7 +258,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// A method of a same-file class, looked up through same-file base classes.
-    fn method_of(&self, class: ScopeId, method: &str, depth: u32) -> Option<ScopeId> {
+    pub fn method_of(&self, class: ScopeId, method: &str, depth: u32) -> Option<ScopeId> {
         if depth > 16 {
             return None;
         }
@@ -477,12 +477,45 @@ impl<'a> SemanticModel<'a> {
         }
         let by_name = name_value(name);
         if by_name != Value::Unknown {
+            // A name guess yields to what the callers hand over: `ema_optimizer` given a
+            // `WeightEMA(...)` of this file, `model` given a from-scratch `Perceptron`.
+            if let Some(class) = b.and_then(|b| self.instance_from_callers(b, d)) {
+                return Value::Instance(class);
+            }
             return by_name;
         }
         if self.is_backward_receiver(node, site) {
             return Value::Graph(Origin::Loss);
         }
         Value::Unknown
+    }
+
+    /// The plain class (not a module) whose instance every same-file call of the
+    /// function hands to parameter binding `b`, when there are such calls and all of
+    /// them do.
+    fn instance_from_callers(&self, b: BindingId, d: u32) -> Option<ScopeId> {
+        let bd = &self.bindings[b];
+        if bd.kind != BindingKind::Parameter {
+            return None;
+        }
+        let sc = self.scope(bd.owner);
+        let pos = sc.params.iter().position(|p| *p == bd.name)?;
+        let callers = self.callers(bd.owner);
+        let mut class = None;
+        for &call in callers.iter().take(16) {
+            let cl = &self.calls[call];
+            let skip =
+                usize::from(sc.self_param().is_some() && cl.function.kind_str() == "attribute");
+            let arg = pos
+                .checked_sub(skip)
+                .and_then(|p| self.positional_args(cl.node).nth(p))
+                .or_else(|| self.keyword_arg(cl.node, bd.name))?;
+            match self.eval(arg, cl.site, d + 1) {
+                Value::Instance(c) if class.is_none_or(|k| k == c) => class = Some(c),
+                _ => return None,
+            }
+        }
+        class
     }
 
     /// Whether a name is backpropagated directly somewhere in its function.

@@ -83,8 +83,14 @@ impl<'a> SemanticModel<'a> {
 
     /// A class that is an `nn.Module` by one of its bases (same-file bases followed).
     pub fn is_module_class(&self, class: ScopeId) -> bool {
-        // A class that defines `forward` is a module whatever its (other-file) bases.
-        self.functions.contains_key(&(class, "forward"))
+        // A class that defines `forward` is a module whatever its (other-file) bases;
+        // one with no base but `object` is plain Python (a from-scratch perceptron).
+        let plain = self
+            .scope(class)
+            .bases
+            .iter()
+            .all(|b| self.text(*b) == "object");
+        self.functions.contains_key(&(class, "forward")) && !plain
             || self.class_is(class, 0, &|name| names::is_module_base(name))
     }
 
