@@ -268,11 +268,25 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             contexts.push(Region::FlagEval);
         }
         if named.is_none() && gate.is_none() {
-            contexts.extend(
-                training_ends(model, &grad_calls)
-                    .into_iter()
-                    .map(|(end, within)| Region::AfterTraining(end, within)),
-            );
+            let ends = training_ends(model, &grad_calls);
+            contexts.extend(ends.iter().map(|&(end, within)| Region::AfterTraining(end, within)));
+            // Each loop after the training, at its level, that trains nothing is a region
+            // of its own (a figure drawn image by image after the test prediction).
+            for &(end, within) in &ends {
+                contexts.extend(
+                    model
+                        .loops
+                        .ids()
+                        .filter(|&l| {
+                            let lp = model.loop_(l);
+                            lp.parent == within
+                                && model.function_of(lp.scope) == f
+                                && lp.node.start_byte() >= end
+                                && !grad_calls.iter().any(|&g| model.loop_within(model.calls[g].site.loop_, l))
+                        })
+                        .map(Region::Inference),
+                );
+            }
         }
         if named.is_none()
             && gate.is_none()
@@ -430,6 +444,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 }
                 Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => (s, e),
                 Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
+                // A prediction straight after training covers what precedes it; a loop
+                // after it (a figure drawn image by image) is a region of its own.
+                Region::AfterTraining(s, within) if c.site.loop_ == within => (s, c.node.end_byte()),
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
@@ -835,6 +852,15 @@ fn computed_into_detached_read<'a>(model: &SemanticModel<'a>, mut x: Node<'a>, s
         if t.id() != x.id() && chain_detached(model, x, t, site) == Some(true) {
             return true;
         }
+        // Handed to a torch function that gives no graph (`torch.argmax(out, dim=1)`,
+        // `torch.eq(pred, y)`).
+        if x.kind_str() == "call"
+            && model
+                .qualified(unwrap_parens(x.field("function").unwrap_or(x)))
+                .is_some_and(|q| q.is_torch() && q.last().is_some_and(names::is_non_differentiable_torch_fn))
+        {
+            return true;
+        }
     }
     false
 }
@@ -992,6 +1018,9 @@ fn bound_only_read_detached<'a>(
             // needs no graph), or nothing at all in a script.
             let displayed = chain.id() == n.id()
                 && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement");
+            // Formatted into text (`f"{acc:.4f}"`, `f"{is_correct.mean()}"`): a read of
+            // its value, but `f"{out.shape}"` reads only the shape.
+            let formatted = chain.parent().is_some_and(|p| p.kind_str() == "interpolation");
             // A conversion whose result is thrown away (`q_backup.to(device)` as a
             // statement, a stray `target.detach()`): nothing flows from it.
             let discarded = chain.id() != n.id()
@@ -1003,9 +1032,12 @@ fn bound_only_read_detached<'a>(
             let detached = if plotted || displayed {
                 Some(true)
             } else if chain.id() == n.id() {
-                Some(false)
+                Some(formatted)
             } else {
-                chain_detached(model, n, chain, site)
+                match chain_detached(model, n, chain, site) {
+                    Some(false) if formatted => Some(true),
+                    d => d,
+                }
             };
             match detached {
                 Some(true) => reads += 1,
