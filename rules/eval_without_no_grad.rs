@@ -235,7 +235,16 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if named.is_some() {
             contexts.push(Region::Function);
         } else {
-            contexts.extend(regions.iter().map(|&(s, e, m)| Region::AfterEval(s, e, m)));
+            // A module's own `forward` that switches a part to eval mode and delegates
+            // (a LightningModule wrapping a detector) runs under its caller's grad mode:
+            // the caller is the place to report.
+            let own_forward = f.is_some_and(|f| {
+                let sc = model.scope(f);
+                sc.name == "forward" && sc.class.is_some_and(|c| model.is_module_class(c))
+            });
+            if !own_forward {
+                contexts.extend(regions.iter().map(|&(s, e, m)| Region::AfterEval(s, e, m)));
+            }
             contexts.extend(
                 all_eval_loops
                     .iter()
