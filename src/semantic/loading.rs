@@ -507,27 +507,13 @@ impl<'a> SemanticModel<'a> {
     /// (`{k: v.cpu() for k, v in sd.items()}`), or a name whose entries the code moves
     /// one by one (`for k in sd: sd[k] = sd[k].cpu()`) or bound to one of those.
     fn cpu_state(&self, value: Node<'a>, site: Site) -> bool {
+        // Down the method chain to the first `.cpu()` call, if any.
         let chain_cpu = |v: Node<'a>| {
-            let mut x = unwrap_parens(v);
-            for _ in 0..16 {
-                let Some(f) = (x.kind_str() == "call")
-                    .then(|| x.field("function"))
-                    .flatten()
-                else {
-                    return false;
-                };
-                if f.kind_str() != "attribute" {
-                    return false;
-                }
-                if f.field("attribute").is_some_and(|a| self.text(a) == "cpu") {
-                    return true;
-                }
-                match f.field("object") {
-                    Some(o) => x = unwrap_parens(o),
-                    None => return false,
-                }
-            }
-            false
+            let r = self.receiver_through(v, |m| m != "cpu");
+            r.kind_str() == "call"
+                && r.field("function")
+                    .and_then(|f| f.field("attribute"))
+                    .is_some_and(|a| self.text(a) == "cpu")
         };
         let v = unwrap_parens(value);
         if chain_cpu(v) {

@@ -492,28 +492,47 @@ impl<'a> SemanticModel<'a> {
 
     /// The plain class (not a module) whose instance every same-file call of the
     /// function hands to parameter binding `b`, when there are such calls and all of
-    /// them do.
+    /// them do (the first 16 calls asked: a helper called from thousands of places
+    /// stays cheap).
     fn instance_from_callers(&self, b: BindingId, d: u32) -> Option<ScopeId> {
+        self.class_from_callers(b, 16, |arg, site| match self.eval(arg, site, d + 1) {
+            Value::Instance(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    /// The argument that call `call` binds to parameter binding `b`: by position (after
+    /// `self` for `obj.method(x)`), else by keyword.
+    fn argument_for(&self, b: BindingId, call: CallId) -> Option<Node<'a>> {
         let bd = &self.bindings[b];
-        if bd.kind != BindingKind::Parameter {
-            return None;
-        }
         let sc = self.scope(bd.owner);
         let pos = sc.params.iter().position(|p| *p == bd.name)?;
-        let callers = self.callers(bd.owner);
+        let cl = &self.calls[call];
+        let skip = usize::from(sc.self_param().is_some() && cl.function.kind_str() == "attribute");
+        pos.checked_sub(skip)
+            .and_then(|p| self.positional_args(cl.node).nth(p))
+            .or_else(|| self.keyword_arg(cl.node, bd.name))
+    }
+
+    /// The one class that every same-file call (the first `limit`) of parameter binding
+    /// `b`'s function hands it, as `class_of` reads each argument: `None` when there is
+    /// no such call, one passes nothing, or two disagree.
+    fn class_from_callers(
+        &self,
+        b: BindingId,
+        limit: usize,
+        class_of: impl Fn(Node<'a>, Site) -> Option<ScopeId>,
+    ) -> Option<ScopeId> {
+        if self.bindings[b].kind != BindingKind::Parameter {
+            return None;
+        }
         let mut class = None;
-        for &call in callers.iter().take(16) {
-            let cl = &self.calls[call];
-            let skip =
-                usize::from(sc.self_param().is_some() && cl.function.kind_str() == "attribute");
-            let arg = pos
-                .checked_sub(skip)
-                .and_then(|p| self.positional_args(cl.node).nth(p))
-                .or_else(|| self.keyword_arg(cl.node, bd.name))?;
-            match self.eval(arg, cl.site, d + 1) {
-                Value::Instance(c) if class.is_none_or(|k| k == c) => class = Some(c),
-                _ => return None,
+        for &call in self.callers(self.bindings[b].owner).iter().take(limit) {
+            let c = class_of(self.argument_for(b, call)?, self.calls[call].site)?;
+            if class.is_some_and(|k| k != c) {
+                return None;
             }
+            class = Some(c);
         }
         class
     }
@@ -1684,33 +1703,9 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let b = self.resolve(func, site, func.start_byte())?;
-        let bd = &self.bindings[b];
-        if bd.kind != BindingKind::Parameter {
-            return None;
-        }
-        let f = bd.owner;
-        let sc = self.scope(f);
-        let pos = sc.params.iter().position(|p| *p == bd.name)?;
-        let callers = &self.callers[f];
-        if callers.is_empty() {
-            return None;
-        }
-        let mut class = None;
-        for &call in callers {
-            let cl = &self.calls[call];
-            let skip =
-                usize::from(sc.self_param().is_some() && cl.function.kind_str() == "attribute");
-            let arg = pos
-                .checked_sub(skip)
-                .and_then(|p| self.positional_args(cl.node).nth(p))
-                .or_else(|| self.keyword_arg(cl.node, bd.name))?;
-            let c = self.constructed_class(arg, cl.site, 0)?;
-            if class.is_some_and(|k| k != c) {
-                return None;
-            }
-            class = Some(c);
-        }
-        let class = class?;
+        let class = self.class_from_callers(b, usize::MAX, |arg, site| {
+            self.constructed_class(arg, site, 0)
+        })?;
         self.method_of(class, "__call__", 0).or_else(|| {
             self.is_module_class(class)
                 .then(|| self.method_of(class, "forward", 0))
@@ -1867,23 +1862,9 @@ impl<'a> SemanticModel<'a> {
                 }
             }
             BindingKind::Parameter => {
-                let f = bd.owner;
-                let sc = self.scope(f);
-                let Some(pos) = sc.params.iter().position(|p| *p == bd.name) else {
-                    return;
-                };
-                for &call in &self.callers[f] {
-                    let cl = &self.calls[call];
-                    // `obj.method(x)` binds `x` to the parameter after `self`.
-                    let skip = usize::from(
-                        sc.self_param().is_some() && cl.function.kind_str() == "attribute",
-                    );
-                    let arg = pos
-                        .checked_sub(skip)
-                        .and_then(|p| self.positional_args(cl.node).nth(p))
-                        .or_else(|| self.keyword_arg(cl.node, bd.name));
-                    if let Some(a) = arg {
-                        work.push((a, cl.site, None));
+                for &call in &self.callers[bd.owner] {
+                    if let Some(a) = self.argument_for(b, call) {
+                        work.push((a, self.calls[call].site, None));
                     }
                 }
             }
