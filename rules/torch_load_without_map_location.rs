@@ -26,7 +26,9 @@ declare_rule! {
     /// name to hold no tensors (an index, a vocabulary, a config, metadata), scheduler
     /// and scaler states, a file the same class wrote from the CPU
     /// (`torch.save(net.cpu().state_dict(), path)`, the net moved back to the GPU after),
-    /// and, where only the project runs on CUDA: weights loaded in a class's `__init__`
+    /// weights in a project whose every save of weights moves them to the CPU first (a
+    /// save helper with `state_dict[k] = v.cpu()` for each entry; a load that restores an
+    /// optimizer too is still flagged), and, where only the project runs on CUDA: weights loaded in a class's `__init__`
     /// (a model zoo's backbone), tests, TPU code, and a file the same code saved from
     /// modules it never placed on a device.
     ///

@@ -35,7 +35,7 @@ use tree_sitter::Node;
 
 use crate::lint::catch_quietly;
 use crate::semantic::{
-    BindingKind, GradMode, NodeExt, Origin, ScopeId, ScopeKind, SemanticModel, Value,
+    BindingKind, GradMode, NodeExt, Origin, SavedWeights, ScopeId, ScopeKind, SemanticModel, Value,
 };
 
 /// A function or method of a file, as other files see it.
@@ -141,6 +141,12 @@ pub struct FileSummary {
     /// Calls `torch.save`.
     #[serde(default)]
     pub saves: bool,
+    /// Saves a model's weights moved to the CPU first, and saves weights that may lie
+    /// on the device ([`SemanticModel::saved_weights`]).
+    #[serde(default)]
+    pub cpu_weight_saves: bool,
+    #[serde(default)]
+    pub device_weight_saves: bool,
     /// Trains a model ([`SemanticModel::trains`]).
     #[serde(default)]
     pub trains: bool,
@@ -226,6 +232,8 @@ pub struct FileFacts {
     pub project_cuda: bool,
     /// Whether some file of the project trains a model: its datasets feed training.
     pub project_trains: bool,
+    /// Whether the project saves model weights, and always from the CPU.
+    pub project_cpu_checkpoints: bool,
 }
 
 impl FileFacts {
@@ -278,6 +286,7 @@ pub enum FactQuery {
     QuietMethod(String),
     ProjectCuda,
     ProjectTrains,
+    ProjectCpuCheckpoints,
     DetachedForward(String),
     TrainingCaller(String),
     NoGradDecorator(String),
@@ -321,6 +330,7 @@ impl FactQuery {
             FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
             FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
+            FactQuery::ProjectCpuCheckpoints => Answer::Bool(f.project_cpu_checkpoints),
             FactQuery::DetachedForward(n) => {
                 Answer::Params(f.detached_forward_imports.get(n).map(Vec::as_slice))
             }
@@ -479,6 +489,12 @@ impl<'m> Facts<'m> {
     pub fn project_cuda(&self) -> bool {
         self.ask(|| FactQuery::ProjectCuda);
         self.facts.project_cuda
+    }
+
+    /// Whether every checkpoint of weights the project writes holds CPU tensors.
+    pub fn project_cpu_checkpoints(&self) -> bool {
+        self.ask(|| FactQuery::ProjectCpuCheckpoints);
+        self.facts.project_cpu_checkpoints
     }
 
     /// Whether some file of the project trains a model.
@@ -981,11 +997,15 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
     s.self_calls.dedup();
     s.cuda = model.runs_on_cuda();
     s.trains = model.trains();
-    s.saves = model.calls.iter().any(|c| {
-        model
-            .qualified(c.function)
-            .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
-    });
+    for id in model.calls.ids() {
+        match model.saved_weights(id) {
+            None => continue,
+            Some(SavedWeights::Cpu) => s.cpu_weight_saves = true,
+            Some(SavedWeights::Device) => s.device_weight_saves = true,
+            Some(SavedWeights::NoWeights) => {}
+        }
+        s.saves = true;
+    }
     s
 }
 
@@ -1560,6 +1580,10 @@ impl ProjectIndex {
         // conversion's), whose device it cannot know.
         let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
         let project_trains = files.values().any(|s| s.trains);
+        // The project's own save helper moves every tensor to the CPU (basicsr's
+        // `save_network`), and nothing else it saves holds weights on the device.
+        let project_cpu_checkpoints = files.values().any(|s| s.cpu_weight_saves)
+            && !files.values().any(|s| s.device_weight_saves);
         let project_quiet = quiet_methods(files.values());
         let mut facts = HashMap::new();
         for (p, s) in &files {
@@ -1567,6 +1591,7 @@ impl ProjectIndex {
                 torch: torch[p.as_path()],
                 project_cuda,
                 project_trains,
+                project_cpu_checkpoints,
                 detached_methods: detached_methods.clone(),
                 forward_methods: forward_methods.clone(),
                 model_steps: model_steps.clone(),

@@ -33,6 +33,17 @@ pub enum MapLocation {
     Missing,
 }
 
+/// What a `torch.save` writes, for the project's checkpoint fact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SavedWeights {
+    /// A model's weights, moved to the CPU first ([`SemanticModel::saved_weights`]).
+    Cpu,
+    /// What may be a model's weights as they lie on its device.
+    Device,
+    /// No model weights (optimizer state, data), or a file that never uses CUDA.
+    NoWeights,
+}
+
 /// A `torch.load(...)` call.
 #[derive(Clone, Copy, Debug)]
 pub struct TorchLoad<'a> {
@@ -429,6 +440,14 @@ impl<'a> SemanticModel<'a> {
         }) {
             return false;
         }
+        // Every checkpoint of weights that the project writes, it writes from the CPU
+        // (a save helper that moves each tensor there first): weights loaded back are
+        // CPU tensors, unless the same code resumes training state as well.
+        if self.project().is_some_and(|p| p.project_cpu_checkpoints())
+            && !self.loads_training_state(load)
+        {
+            return false;
+        }
         if file_cuda {
             return true;
         }
@@ -520,10 +539,16 @@ impl<'a> SemanticModel<'a> {
             return true;
         }
         if v.kind_str() == "dictionary_comprehension" {
+            // `{k: v.cpu() if torch.is_tensor(v) else v ...}`: the tensors go to the CPU.
             return v
                 .field("body")
                 .and_then(|p| p.field("value"))
-                .is_some_and(chain_cpu);
+                .map(unwrap_parens)
+                .is_some_and(|b| {
+                    chain_cpu(b)
+                        || b.kind_str() == "conditional_expression"
+                            && b.named_child(0).is_some_and(chain_cpu)
+                });
         }
         if v.kind_str() != "identifier" {
             return false;
@@ -538,7 +563,14 @@ impl<'a> SemanticModel<'a> {
                 && a.target
                     .field("value")
                     .is_some_and(|t| t.kind_str() == "identifier" && self.text(t) == name)
-                && chain_cpu(a.value)
+                && (chain_cpu(a.value)
+                    // `save_dict[key] = state_dict`, a state dict moved entry by entry
+                    // before: a dict of CPU state dicts.
+                    || unwrap_parens(a.value).kind_str() == "identifier"
+                        && self.text(unwrap_parens(a.value)) != name
+                        // Strictly earlier text: the walk back ends.
+                        && a.value.end_byte() <= v.start_byte()
+                        && self.cpu_state(a.value, a.site))
         });
         moved_in_place
             || self.binding_of(v, site).is_some_and(|b| {
@@ -548,6 +580,164 @@ impl<'a> SemanticModel<'a> {
                         unwrap_parens(bv).kind_str() != "identifier" && self.cpu_state(bv, b.site)
                     })
             })
+    }
+
+    /// What the `torch.save` call `call` writes, as far as the project's checkpoints go
+    /// ([`crate::project::Facts::project_cpu_checkpoints`]); `None` when it is no
+    /// `torch.save`.
+    pub fn saved_weights(&self, call: CallId) -> Option<SavedWeights> {
+        let c = &self.calls[call];
+        let q = self.qualified(c.function)?;
+        if !(q.is_torch() && q.segments() == ["torch", "save"]) {
+            return None;
+        }
+        let Some(value) = self
+            .positional_args(c.node)
+            .next()
+            .or_else(|| self.keyword_arg(c.node, "obj"))
+        else {
+            return Some(SavedWeights::Device);
+        };
+        if self.cpu_state(value, c.site) {
+            // Weights, when the function takes a model's state dict; otherwise data
+            // (features written by a preprocessing script).
+            let f = self.function_of(c.site.scope);
+            let weights = self.calls.iter().any(|o| {
+                self.function_of(o.site.scope) == f && self.is_model_state_dict_call(o.node, o.site)
+            });
+            return Some(if weights {
+                SavedWeights::Cpu
+            } else {
+                SavedWeights::NoWeights
+            });
+        }
+        // Only an optimizer's (a scheduler's) state: `torch.save(optimizer.state_dict(), p)`.
+        let mut state_dicts = Vec::new();
+        let mut stack = vec![unwrap_parens(value)];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "call"
+                && n.field("function")
+                    .and_then(|f| f.field("attribute"))
+                    .is_some_and(|a| self.text(a) == "state_dict")
+            {
+                state_dicts.push(n);
+            }
+            let mut cur = n.walk();
+            stack.extend(n.named_children(&mut cur));
+        }
+        if !state_dicts.is_empty()
+            && state_dicts
+                .iter()
+                .all(|&n| !self.is_model_state_dict_call(n, c.site))
+        {
+            return Some(SavedWeights::NoWeights);
+        }
+        // A value handed in by the caller (`save_checkpoint(state, path)`) is whatever
+        // the training script built, on its device.
+        if self.saves_module_from_caller(value, c.site) {
+            return Some(SavedWeights::Device);
+        }
+        // A file that never uses CUDA saves what it holds on the CPU; that shows nothing
+        // about the project's other checkpoints either way.
+        if !self.runs_on_cuda() {
+            return Some(SavedWeights::NoWeights);
+        }
+        Some(if self.holds_weights(value, c.site, 0) {
+            SavedWeights::Device
+        } else {
+            SavedWeights::NoWeights
+        })
+    }
+
+    /// Whether a saved value may hold a model's weights as they lie on its device: a
+    /// module, a `state_dict()` of one (not of an optimizer, a scheduler or a scaler),
+    /// a value handed in by the caller, or a local made from one of those (or filled in
+    /// a function that takes such a state dict).
+    fn holds_weights(&self, value: Node<'a>, site: Site, depth: u32) -> bool {
+        let v = unwrap_parens(value);
+        if self.value(v, site) == Value::Module {
+            return true;
+        }
+        let mut stack = vec![v];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "call" && self.is_model_state_dict_call(n, site) {
+                return true;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+        match v.kind_str() {
+            "identifier" => {
+                let Some(b) = self.binding_of(v, site) else {
+                    return true;
+                };
+                match (b.kind, b.value) {
+                    (BindingKind::Assign, Some(bv)) if depth < 4 => {
+                        self.holds_weights(bv, b.site, depth + 1)
+                            || self.calls.iter().any(|o| {
+                                self.function_of(o.site.scope) == self.function_of(site.scope)
+                                    && self.is_model_state_dict_call(o.node, o.site)
+                            })
+                    }
+                    (BindingKind::Assign, Some(_)) => true,
+                    _ => b.kind != BindingKind::ForTarget,
+                }
+            }
+            // `self.net`, `ckpt["model"]`: unknown, may be weights.
+            "attribute" | "subscript" => true,
+            _ => false,
+        }
+    }
+
+    /// Whether `call` is `X.state_dict()` of something other than training state
+    /// ([`Self::training_state`]).
+    fn is_model_state_dict_call(&self, call: Node<'a>, site: Site) -> bool {
+        let Some(f) = call
+            .field("function")
+            .filter(|f| f.kind_str() == "attribute")
+        else {
+            return false;
+        };
+        f.field("attribute")
+            .is_some_and(|a| self.text(a) == "state_dict")
+            && f.field("object")
+                .is_some_and(|o| !self.training_state(o, site))
+    }
+
+    /// Whether `expr` is an optimizer, a learning-rate scheduler or a gradient scaler:
+    /// by provenance, by its name, or, for a loop's target, by what the loop walks
+    /// (`for o in self.optimizers`).
+    fn training_state(&self, expr: Node<'a>, site: Site) -> bool {
+        let named = |n: Node<'a>| {
+            let t = self.text(n).rsplit('.').next().unwrap_or("");
+            let l = t.to_ascii_lowercase();
+            names::is_optimizer_name(t) || l.contains("sched") || l.contains("scaler")
+        };
+        let e = unwrap_parens(expr);
+        if self.is_optimizer(e, site) || named(e) {
+            return true;
+        }
+        e.kind_str() == "identifier"
+            && self.binding_of(e, site).is_some_and(|b| {
+                b.kind == BindingKind::ForTarget
+                    && b.value.is_some_and(|it| named(unwrap_parens(it)))
+            })
+    }
+
+    /// Whether the function that holds the load (the module, at module level) also
+    /// loads training state (`optimizer.load_state_dict(...)`): a resume, whose
+    /// checkpoint holds the optimizer's state as it lay on the device.
+    fn loads_training_state(&self, load: &TorchLoad<'a>) -> bool {
+        let site = self.calls[load.call].site;
+        let f = self.function_of(site.scope);
+        self.calls.iter().any(|o| {
+            self.function_of(o.site.scope) == f
+                && self.is_load_state_dict(o.node)
+                && o.node
+                    .field("function")
+                    .and_then(|x| x.field("object"))
+                    .is_some_and(|r| self.training_state(r, o.site))
+        })
     }
 
     /// Whether what `torch.save` writes (`model.state_dict()`, `self.net`) comes from a

@@ -59,7 +59,7 @@ pub use names::QualName;
 pub use syntax::{unwrap_parens, NodeExt};
 
 pub use ids::{AssignId, BindingId, CallId, Idx, IndexVec, LoopId, ScopeId};
-pub use loading::{LoadDType, MapLocation, PretrainedLoad, TorchLoad};
+pub use loading::{LoadDType, MapLocation, PretrainedLoad, SavedWeights, TorchLoad};
 pub use passes::GraphPass;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
