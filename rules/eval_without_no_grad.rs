@@ -321,10 +321,15 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 })
                 .map(|&(_, s, e)| Region::EvalDraw(s, e))
                 .collect();
+            let n = draws.len();
             contexts.splice(0..0, draws);
-        }
-        if named.is_none() && gate.is_none() {
-            contexts.extend(quiet_branches(model, f, &grad_calls).into_iter().map(|(l, b)| Region::Branch(l, b)));
+            // Then a preview branch of a training loop, before the wider regions after
+            // a first training loop, so that its finding says where it stands.
+            let branches: Vec<Region<'_>> = quiet_branches(model, f, &grad_calls)
+                .into_iter()
+                .map(|(l, b)| Region::Branch(l, b))
+                .collect();
+            contexts.splice(n..n, branches);
         }
         // A method of a class that trains (an agent's `choose_action` beside its
         // `learn`) runs between training steps, as the training loop's own code does.
@@ -870,8 +875,23 @@ fn computed_into_detached_read<'a>(model: &SemanticModel<'a>, mut x: Node<'a>, s
         {
             return true;
         }
+        // Written out as an image or a logged value (`save_image(grid, path)`,
+        // `writer.add_image("sample", grid, step)`).
+        if x.kind_str() == "call" && x.field("function").is_some_and(|f| names::is_logging_sink(callee_name(model, f))) {
+            return true;
+        }
     }
     false
+}
+
+/// The name a call's function ends in: `save_image` in `vutils.save_image`.
+fn callee_name<'a>(model: &SemanticModel<'a>, f: Node<'a>) -> &'a str {
+    let f = unwrap_parens(f);
+    match f.kind_str() {
+        "attribute" => f.field("attribute").map_or("", |a| model.text(a)),
+        "identifier" => model.text(f),
+        _ => "",
+    }
 }
 
 /// Where the first loop that trains (asks for gradients in its body) ends, in each

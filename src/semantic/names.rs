@@ -431,6 +431,25 @@ pub fn is_plotting_sink(method: &str) -> bool {
     )
 }
 
+/// Calls that write a tensor out as an image or a logged value, converting it to NumPy
+/// or bytes without its graph: torchvision's `save_image(grid, path)`, TensorBoard's
+/// `writer.add_image(tag, grid, step)` / `add_scalar`, a logger's `log_image`. What
+/// reaches them is read detached.
+pub fn is_logging_sink(function: &str) -> bool {
+    matches!(
+        function,
+        "save_image"
+            | "add_image"
+            | "add_images"
+            | "add_video"
+            | "add_scalar"
+            | "add_scalars"
+            | "add_histogram"
+            | "log_image"
+            | "log_images"
+    )
+}
+
 /// Builtins whose result is a plain Python value.
 pub fn is_detaching_builtin(name: &str) -> bool {
     matches!(
