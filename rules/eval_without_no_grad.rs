@@ -1638,9 +1638,10 @@ fn detached_only_function<'a>(model: &SemanticModel<'a>, fx: &Forwards<'_, 'a>, 
     // It hands back nothing it computed: nothing, or what it was given (`return ax`
     // of a plotting helper). A function returning its detached results (an agent's
     // `select_action`) is a step of whatever calls it, and the caller decides.
-    if !s.returns.iter().all(|&(r, _)| {
-        let r = unwrap_parens(r);
-        r.kind_str() == "none" || r.kind_str() == "identifier" && s.params.contains(&model.text(r))
+    // A local bound to a parameter is that parameter (`out = tokens` ... `out["ids"] =
+    // torch.cat(...)` ... `return out`: a decoding step extending the dict it was given).
+    if !s.returns.iter().all(|&(r, site)| {
+        r.kind_str() == "none" || model.holds_parameter(r, site, f)
     }) {
         return false;
     }

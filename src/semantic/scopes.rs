@@ -199,6 +199,24 @@ impl<'a> SemanticModel<'a> {
         &all[lo..hi.max(lo)]
     }
 
+    /// Whether `expr` at `site` holds one of the parameters of function `f`, as given:
+    /// the parameter itself, or a local bound to it (`out = tokens`).
+    pub fn holds_parameter(&self, expr: Node<'_>, site: Site, f: ScopeId) -> bool {
+        let e = unwrap_parens(expr);
+        if e.kind_str() != "identifier" {
+            return false;
+        }
+        let params = &self.scope(f).params;
+        params.contains(&self.text(e))
+            || self.binding_of(e, site).is_some_and(|b| {
+                b.kind == BindingKind::Assign
+                    && b.index.is_none()
+                    && b.value.map(unwrap_parens).is_some_and(|v| {
+                        v.kind_str() == "identifier" && params.contains(&self.text(v))
+                    })
+            })
+    }
+
     /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.
     pub fn binding_of(&self, expr: Node<'_>, site: Site) -> Option<&Binding<'a>> {
         self.resolve(expr, site, expr.start_byte())
