@@ -453,6 +453,15 @@ impl<'a> SemanticModel<'a> {
                     };
                     if func.kind_str() == "attribute" {
                         let m = func.field("attribute").map_or("", |a| self.text(a));
+                        // `copy.deepcopy(G).eval().requires_grad_(False).to(device)`: a
+                        // copy frozen as it is bound.
+                        if m == "requires_grad_" {
+                            return self
+                                .positional_args(e)
+                                .next()
+                                .or_else(|| self.keyword_arg(e, "requires_grad"))
+                                .is_some_and(|a| self.text(a) == "False");
+                        }
                         if matches!(m, "to" | "cuda" | "cpu" | "eval" | "half" | "float") {
                             cur = func.field("object").map(|o| (unwrap_parens(o), site));
                             continue;

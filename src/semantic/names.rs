@@ -744,6 +744,15 @@ pub fn is_module_wrapper(name: &str) -> bool {
     )
 }
 
+/// Integer and boolean torch dtypes (`torch.uint8`, `torch.long`): a tensor of one
+/// cannot require gradients, so a conversion to one leaves the graph behind.
+pub fn is_integer_dtype(name: &str) -> bool {
+    matches!(
+        name,
+        "uint8" | "int8" | "int16" | "int32" | "int64" | "long" | "int" | "short" | "bool"
+    )
+}
+
 /// A read that leaves the graph behind: a detaching method or attribute
 /// (`.item()`, `.cpu().numpy()`, `.data`, `.argmax()`) or builtin (`float(...)`).
 pub fn is_detached_read(name: &str) -> bool {

@@ -868,6 +868,10 @@ impl<'a> SemanticModel<'a> {
             if names::is_detaching_method(method) {
                 return Value::Detached;
             }
+            // `img.to(torch.uint8)`, `x.type(torch.long)`: an integer tensor has no graph.
+            if matches!(method, "to" | "type") && self.converts_to_integer(node) {
+                return Value::Detached;
+            }
         }
         // A same-file function or method: what it returns.
         let same_file = self
@@ -949,6 +953,9 @@ impl<'a> SemanticModel<'a> {
                 if let Some(default) = self.class_default(func, site) {
                     return self.call_by_name(default, node, site, d);
                 }
+                if self.frozen_call(node, site, d) {
+                    return Value::Detached;
+                }
                 match self.eval(func, site, d) {
                     // `u = nn.Upsample(size).to(device)` bound above: as on the spot.
                     Value::Module
@@ -994,7 +1001,25 @@ impl<'a> SemanticModel<'a> {
         } else if self.imported_forward_detached(call, site, u32::MAX) {
             return Value::Detached;
         }
+        if self.frozen_call(call, site, d) {
+            return Value::Detached;
+        }
         self.produce(Origin::Output, site)
+    }
+
+    /// Whether `call` runs a module whose every parameter is switched off (`G =
+    /// copy.deepcopy(G).requires_grad_(False)`, `for p in net.parameters():
+    /// p.requires_grad = False` before the call) on inputs without a graph: its output
+    /// has none.
+    fn frozen_call(&self, call: Node<'_>, site: Site, d: u32) -> bool {
+        let frozen = call
+            .field("function")
+            .is_some_and(|f| self.frozen_module(f, site))
+            || self.call_index(call).is_some_and(|i| self.frozen_at(i));
+        frozen
+            && !self.any_argument_value(call, |a| {
+                matches!(self.eval(a, site, d + 1), Value::Graph(_))
+            })
     }
 
     fn no_forward_call(&self, call: Node<'_>, site: Site, d: u32) -> bool {
@@ -2292,4 +2317,22 @@ pub struct AppendedParameter<'a> {
     /// the list (a backward over it, a NumPy read) is asked of it.
     pub list: Node<'a>,
     pub site: Site,
+}
+
+impl<'a> SemanticModel<'a> {
+    /// Whether the call `.to(...)` / `.type(...)` names an integer or boolean torch
+    /// dtype among its arguments (positional or `dtype=`).
+    fn converts_to_integer(&self, call: Node<'_>) -> bool {
+        let is_int = |a: Node<'_>| {
+            let a = unwrap_parens(a);
+            a.kind_str() == "attribute"
+                && self.qualified(a).is_some_and(|q| {
+                    q.is_torch()
+                        && q.segments().len() == 2
+                        && q.last().is_some_and(names::is_integer_dtype)
+                })
+        };
+        self.positional_args(call).any(is_int)
+            || self.keyword_arg(call, "dtype").is_some_and(is_int)
+    }
 }
