@@ -9,7 +9,11 @@ declare_rule! {
     /// `.item()` on the way in), when the list is concatenated after the loop or handed
     /// whole to a helper there, in a file that runs on CUDA.
     ///
-    /// `extend` counts like `append` (a detector's per-image boxes). A helper handed the
+    /// `extend` counts like `append` (a detector's per-image boxes). A tuple of fields
+    /// per item (`stats.append((correct, conf, cls))`) counts when a field is on the
+    /// device, and fields concatenated after the loop (`[torch.cat(x) for x in
+    /// zip(*stats)]`), or after a loop around it (a per-image loop inside the loop over
+    /// batches), count as a concatenation. A helper handed the
     /// whole list after the loop (a metric over every batch's detections) held every
     /// batch until then, as a concatenation does. A loop over an array in batch-sized
     /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set.
@@ -154,12 +158,32 @@ fn check_growth(
     if model.text(container).to_ascii_lowercase().contains("loss") {
         return;
     }
-    if !model.lives_across_iterations(container, site)
-        || growth == Growth::Collected && !model.concatenated_after(container, l)
-    {
+    // Concatenated after this loop, or after a loop around it (a detector's per-image
+    // loop inside the loop over batches).
+    let concatenated = || {
+        let mut cur = Some(l);
+        while let Some(x) = cur {
+            if model.concatenated_after(container, x) {
+                return true;
+            }
+            cur = model.loop_(x).parent;
+        }
+        false
+    };
+    if !model.lives_across_iterations(container, site) || growth == Growth::Collected && !concatenated() {
         return;
     }
-    if !model.device_output(value, site) {
+    // A tuple of fields per item (`stats.append((correct, conf, cls))`): any field on
+    // the device is kept there.
+    let v = unwrap_parens(value);
+    let on_device = if matches!(v.kind_str(), "tuple" | "list") {
+        let mut c = v.walk();
+        let any = v.named_children(&mut c).any(|x| model.device_output(x, site));
+        any
+    } else {
+        model.device_output(value, site)
+    };
+    if !on_device {
         return;
     }
     if !*cuda.get_or_insert_with(|| model.uses_cuda()) {

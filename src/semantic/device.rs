@@ -111,13 +111,26 @@ impl<'a> SemanticModel<'a> {
                 let Some(b) = self.binding_of(e, site) else {
                     return false;
                 };
-                if !matches!(b.kind, BindingKind::Assign) {
-                    return false;
-                }
                 let (Some(v), s) = (b.value, b.site) else {
                     return false;
                 };
-                self.device_output_at(v, s, depth + 1)
+                match b.kind {
+                    BindingKind::Assign => self.device_output_at(v, s, depth + 1),
+                    // `for i, pred in enumerate(preds)`: an item of a device output.
+                    BindingKind::ForTarget => {
+                        let v = unwrap_parens(v);
+                        let inner = if v.kind_str() == "call"
+                            && v.field("function")
+                                .is_some_and(|f| self.text(f) == "enumerate")
+                        {
+                            self.positional_args(v).next()
+                        } else {
+                            Some(v)
+                        };
+                        inner.is_some_and(|i| self.device_output_at(i, s, depth + 1))
+                    }
+                    _ => false,
+                }
             }
             _ => false,
         }
@@ -158,11 +171,54 @@ impl<'a> SemanticModel<'a> {
                             q.last(),
                             Some("cat" | "stack" | "vstack" | "hstack" | "concat" | "concatenate")
                         )
-                }) && self
-                    .positional_args(c.node)
-                    .next()
-                    .is_some_and(|a| self.text(unwrap_parens(a)) == name)
+                }) && self.positional_args(c.node).next().is_some_and(|a| {
+                    self.text(unwrap_parens(a)) == name || self.comprehension_over(a, name)
+                })
         })
+    }
+
+    /// Whether `expr` is the target of a comprehension that walks the container `name`
+    /// (`[torch.cat(x, 0) for x in zip(*stats)]`: each field of a list of tuples,
+    /// concatenated).
+    fn comprehension_over(&self, expr: Node<'_>, name: &str) -> bool {
+        let e = unwrap_parens(expr);
+        if e.kind_str() != "identifier" {
+            return false;
+        }
+        let mut p = e.parent();
+        while let Some(n) = p {
+            if matches!(n.kind_str(), "list_comprehension" | "generator_expression") {
+                let mut c = n.walk();
+                let found = n.named_children(&mut c).any(|cl| {
+                    cl.kind_str() == "for_in_clause"
+                        && cl
+                            .field("left")
+                            .is_some_and(|l| self.text(l) == self.text(e))
+                        && cl.field("right").is_some_and(|r| {
+                            let r = unwrap_parens(r);
+                            // `stats`, `zip(*stats)`
+                            self.text(r) == name
+                                || r.kind_str() == "call"
+                                    && r.field("function").is_some_and(|f| self.text(f) == "zip")
+                                    && r.field("arguments").is_some_and(|a| {
+                                        let mut w = a.walk();
+                                        let hit = a.named_children(&mut w).any(|x| {
+                                            x.kind_str() == "list_splat"
+                                                && x.named_child(0)
+                                                    .is_some_and(|i| self.text(i) == name)
+                                        });
+                                        hit
+                                    })
+                        })
+                });
+                return found;
+            }
+            if n.kind_str().ends_with("statement") {
+                return false;
+            }
+            p = n.parent();
+        }
+        false
     }
 
     /// `acc = torch.cat([acc, out])`: a value rebound to itself concatenated with
