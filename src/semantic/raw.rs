@@ -274,6 +274,17 @@ impl<'a> SemanticModel<'a> {
             if NOT_COMPUTE.contains(&m) || DETACHING.contains(&m) {
                 return false;
             }
+            // `z.to(device)` as a statement: a moved copy thrown away, nothing computed.
+            if matches!(
+                m,
+                "to" | "cuda" | "cpu" | "float" | "half" | "double" | "type"
+            ) && c
+                .node
+                .parent()
+                .is_some_and(|p| p.kind_str() == "expression_statement")
+            {
+                return false;
+            }
             if self.raw_graph_at(recv, c.site, 0) {
                 return true;
             }
