@@ -21,7 +21,8 @@ declare_rule! {
     /// memory first; on a machine without that device the load fails.
     ///
     /// Not flagged: `map_location` given (by keyword, as the second argument, or in
-    /// `**kwargs`), projects that never use CUDA, loads of whole pickled objects (a
+    /// `**kwargs`; a splatted dict that some branch binds to a literal without the key,
+    /// `kwargs = {}` on the GPU path, gives none there), projects that never use CUDA, loads of whole pickled objects (a
     /// model, a dataset, RNG states) that no `load_state_dict` receives, files known by
     /// name to hold no tensors (an index, a vocabulary, a config, metadata), scheduler
     /// and scaler states, a file the same class wrote from the CPU

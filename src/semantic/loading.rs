@@ -322,7 +322,7 @@ impl<'a> SemanticModel<'a> {
         let file = pos.next().or_else(|| self.keyword_arg(c.node, "f"));
         let map_location = if pos.next().is_some()
             || self.keyword_arg(c.node, "map_location").is_some()
-            || self.has_splat(c.node)
+            || self.has_splat(c.node) && !self.splat_may_lack(c.node, c.site, "map_location")
         {
             MapLocation::Given
         } else {
@@ -332,6 +332,49 @@ impl<'a> SemanticModel<'a> {
             call,
             file,
             map_location,
+        })
+    }
+
+    /// Whether the call's only splat is `**name` and some binding of `name` in the same
+    /// function is a dict literal without the key `key` (`kwargs = {}` on the GPU path,
+    /// `kwargs = {"map_location": ...}` on the CPU one): on that path it is not given.
+    fn splat_may_lack(&self, call: Node<'a>, site: Site, key: &str) -> bool {
+        let Some(args) = call.field("arguments") else {
+            return false;
+        };
+        let mut c = args.walk();
+        let splats: Vec<Node<'a>> = args
+            .named_children(&mut c)
+            .filter(|n| matches!(n.kind_str(), "list_splat" | "dictionary_splat"))
+            .collect();
+        let [splat] = splats.as_slice() else {
+            return false;
+        };
+        if splat.kind_str() != "dictionary_splat" {
+            return false;
+        }
+        let Some(name) = splat
+            .named_child(0)
+            .filter(|n| n.kind_str() == "identifier")
+        else {
+            return false;
+        };
+        let Some(b) = self.binding_of(name, site) else {
+            return false;
+        };
+        let quoted = |n: Node<'a>| unquote(self.text(n)) == key;
+        self.local_bindings(b.owner, b.name).any(|o| {
+            o.kind == BindingKind::Assign
+                && o.index.is_none()
+                && o.value.map(unwrap_parens).is_some_and(|v| {
+                    v.kind_str() == "dictionary" && {
+                        let mut w = v.walk();
+                        let has = v.named_children(&mut w).any(|pair| {
+                            pair.kind_str() != "pair" || pair.field("key").is_none_or(quoted)
+                        });
+                        !has
+                    }
+                })
         })
     }
 
