@@ -15,6 +15,11 @@ declare_rule! {
     /// assignment: the float32 path converts nothing, the mixed-precision path pays the
     /// float32 peak.
     ///
+    /// The load may sit in the constructor of a wrapper class of the file
+    /// (`RewardModel(path)` whose `__init__` calls `from_pretrained(path)`), or in one
+    /// branch while another branch builds a model of the project: converting the instance
+    /// converts what that path loaded.
+    ///
     /// ## Why is this bad?
     /// The load materialises every weight in the dtype it loads in, and the conversion
     /// then makes the converted copy: the peak is the whole model in float32 (plus the

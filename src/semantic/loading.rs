@@ -152,7 +152,10 @@ impl<'a> SemanticModel<'a> {
                 return None;
             }
             let inner = self.before_dtype_keeping_calls(unwrap_parens(value));
-            if let Some(load) = self.pretrained_load(inner) {
+            if let Some(load) = self
+                .pretrained_load(inner)
+                .or_else(|| self.constructor_load(inner))
+            {
                 break (value, load);
             }
             name = inner;
@@ -170,6 +173,43 @@ impl<'a> SemanticModel<'a> {
                 })
         });
         (!converted_between).then_some(load)
+    }
+
+    /// The model load in the `__init__` of the class that `call` builds, when the class
+    /// is of this file and its constructor loads a model by `from_pretrained` and
+    /// converts nothing (`RewardModel(path)` wrapping `AutoModelForCausalLM.from_pretrained(path)`
+    /// and a value head): converting the instance converts what that load gave.
+    fn constructor_load(&self, call: Node<'a>) -> Option<PretrainedLoad<'a>> {
+        if call.kind_str() != "call" {
+            return None;
+        }
+        let f = unwrap_parens(call.field("function")?);
+        if f.kind_str() != "identifier" {
+            return None;
+        }
+        let class = *self.classes.get(self.text(f))?;
+        let init = self
+            .methods_named("__init__")
+            .iter()
+            .copied()
+            .find(|&m| self.scope(m).class == Some(class))?;
+        let mut loads = self.calls.ids().filter(|&i| {
+            let c = &self.calls[i];
+            self.function_of(c.site.scope) == Some(init)
+        });
+        let mut found = None;
+        for i in loads.by_ref() {
+            if self.conversion(i).is_some_and(|x| x.dtype.is_some()) {
+                return None;
+            }
+            if let Some(l) = self.pretrained_load(self.calls[i].node) {
+                if found.is_some() {
+                    return None;
+                }
+                found = Some(l);
+            }
+        }
+        found
     }
 
     /// `expr` without the calls on it that hand back the same module in the same dtype
@@ -265,6 +305,7 @@ impl<'a> SemanticModel<'a> {
         let name = self.text(recv);
         let at = c.node.start_byte();
         let mut loads = Vec::new();
+        let mut others = Vec::new();
         let mut first = usize::MAX;
         let mut seen = 0usize;
         for b in self.local_bindings(b.owner, b.name) {
@@ -290,8 +331,17 @@ impl<'a> SemanticModel<'a> {
                     .next()
                     .is_some_and(|a| self.text(unwrap_parens(a)) == name);
             if !wraps_itself {
-                return Vec::new();
+                others.push(v);
             }
+        }
+        // Another model built on another path (`if native: model = Net(...)` / `else:
+        // model = X.from_pretrained(...)`): the load's path is still converted whole. One
+        // on the load's own path would replace it, so nothing is known then.
+        if !others
+            .iter()
+            .all(|&o| loads.iter().all(|l| different_arms(o, l.call)))
+        {
+            return Vec::new();
         }
         // One binding is [`Self::load_converted`]'s case.
         if loads.is_empty() || seen < 2 {
@@ -1436,4 +1486,26 @@ impl<'a> SemanticModel<'a> {
                 last.ends_with("Trainer") || last == "train" && c.function.kind_str() == "attribute"
             })
     }
+}
+
+/// Whether `a` and `b` stand in different arms of one `if` statement (its body, an
+/// `elif`, its `else`): no run passes through both.
+fn different_arms(a: Node<'_>, b: Node<'_>) -> bool {
+    // Each `if` statement above the node, with the arm that holds it: the body block,
+    // or the `elif` / `else` clause.
+    let arms_of = |n: Node<'_>| {
+        let mut out = Vec::new();
+        let mut cur = n;
+        while let Some(p) = cur.parent() {
+            if p.kind_str() == "if_statement" {
+                out.push((p.id(), cur.id()));
+            }
+            cur = p;
+        }
+        out
+    };
+    let bb = arms_of(b);
+    arms_of(a)
+        .iter()
+        .any(|&(s, arm)| bb.iter().any(|&(t, other)| s == t && arm != other))
 }
