@@ -188,17 +188,13 @@ impl<'a> SemanticModel<'a> {
             return None;
         }
         let class = *self.classes.get(self.text(f))?;
-        let init = self
-            .methods_named("__init__")
-            .iter()
-            .copied()
-            .find(|&m| self.scope(m).class == Some(class))?;
-        let mut loads = self.calls.ids().filter(|&i| {
-            let c = &self.calls[i];
-            self.function_of(c.site.scope) == Some(init)
-        });
+        let init = *self.functions.get(&(class, "__init__"))?;
         let mut found = None;
-        for i in loads.by_ref() {
+        for i in self
+            .calls
+            .ids()
+            .filter(|&i| self.function_of(self.calls[i].site.scope) == Some(init))
+        {
             if self.conversion(i).is_some_and(|x| x.dtype.is_some()) {
                 return None;
             }
@@ -337,10 +333,11 @@ impl<'a> SemanticModel<'a> {
         // Another model built on another path (`if native: model = Net(...)` / `else:
         // model = X.from_pretrained(...)`): the load's path is still converted whole. One
         // on the load's own path would replace it, so nothing is known then.
-        if !others
-            .iter()
-            .all(|&o| loads.iter().all(|l| different_arms(o, l.call)))
-        {
+        if !others.iter().all(|&o| {
+            loads
+                .iter()
+                .all(|l| super::passes::exclusive_arms(o, l.call))
+        }) {
             return Vec::new();
         }
         // One binding is [`Self::load_converted`]'s case.
@@ -573,8 +570,7 @@ impl<'a> SemanticModel<'a> {
         if let Some(file) = load.file {
             let path = self.text(file);
             let saved_here = self.calls.iter().any(|o| {
-                self.qualified(o.function)
-                    .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+                self.is_torch_save(o)
                     && self
                         .positional_args(o.node)
                         .nth(1)
@@ -600,9 +596,7 @@ impl<'a> SemanticModel<'a> {
     fn saved_from_cpu(&self, path: &str, class: Option<ScopeId>) -> bool {
         self.calls.iter().any(|o| {
             self.class_of(o.site.scope) == class
-                && self
-                    .qualified(o.function)
-                    .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+                && self.is_torch_save(o)
                 && self
                     .positional_args(o.node)
                     .nth(1)
@@ -680,8 +674,7 @@ impl<'a> SemanticModel<'a> {
     /// `torch.save`.
     pub fn saved_weights(&self, call: CallId) -> Option<SavedWeights> {
         let c = &self.calls[call];
-        let q = self.qualified(c.function)?;
-        if !(q.is_torch() && q.segments() == ["torch", "save"]) {
+        if !self.is_torch_save(c) {
             return None;
         }
         let Some(value) = self
@@ -694,30 +687,14 @@ impl<'a> SemanticModel<'a> {
         if self.cpu_state(value, c.site) {
             // Weights, when the function takes a model's state dict; otherwise data
             // (features written by a preprocessing script).
-            let f = self.function_of(c.site.scope);
-            let weights = self.calls.iter().any(|o| {
-                self.function_of(o.site.scope) == f && self.is_model_state_dict_call(o.node, o.site)
-            });
-            return Some(if weights {
+            return Some(if self.takes_model_state(self.function_of(c.site.scope)) {
                 SavedWeights::Cpu
             } else {
                 SavedWeights::NoWeights
             });
         }
         // Only an optimizer's (a scheduler's) state: `torch.save(optimizer.state_dict(), p)`.
-        let mut state_dicts = Vec::new();
-        let mut stack = vec![unwrap_parens(value)];
-        while let Some(n) = stack.pop() {
-            if n.kind_str() == "call"
-                && n.field("function")
-                    .and_then(|f| f.field("attribute"))
-                    .is_some_and(|a| self.text(a) == "state_dict")
-            {
-                state_dicts.push(n);
-            }
-            let mut cur = n.walk();
-            stack.extend(n.named_children(&mut cur));
-        }
+        let state_dicts = self.state_dict_calls(value);
         if !state_dicts.is_empty()
             && state_dicts
                 .iter()
@@ -751,13 +728,12 @@ impl<'a> SemanticModel<'a> {
         if self.value(v, site) == Value::Module {
             return true;
         }
-        let mut stack = vec![v];
-        while let Some(n) = stack.pop() {
-            if n.kind_str() == "call" && self.is_model_state_dict_call(n, site) {
-                return true;
-            }
-            let mut c = n.walk();
-            stack.extend(n.named_children(&mut c));
+        if self
+            .state_dict_calls(v)
+            .into_iter()
+            .any(|n| self.is_model_state_dict_call(n, site))
+        {
+            return true;
         }
         match v.kind_str() {
             "identifier" => {
@@ -767,10 +743,7 @@ impl<'a> SemanticModel<'a> {
                 match (b.kind, b.value) {
                     (BindingKind::Assign, Some(bv)) if depth < 4 => {
                         self.holds_weights(bv, b.site, depth + 1)
-                            || self.calls.iter().any(|o| {
-                                self.function_of(o.site.scope) == self.function_of(site.scope)
-                                    && self.is_model_state_dict_call(o.node, o.site)
-                            })
+                            || self.takes_model_state(self.function_of(site.scope))
                     }
                     (BindingKind::Assign, Some(_)) => true,
                     _ => b.kind != BindingKind::ForTarget,
@@ -780,6 +753,38 @@ impl<'a> SemanticModel<'a> {
             "attribute" | "subscript" => true,
             _ => false,
         }
+    }
+
+    /// Whether `c` is `torch.save(...)`.
+    fn is_torch_save(&self, c: &Call<'a>) -> bool {
+        self.qualified(c.function)
+            .is_some_and(|q| q.is_torch() && q.segments() == ["torch", "save"])
+    }
+
+    /// The `X.state_dict()` calls within `value`.
+    fn state_dict_calls(&self, value: Node<'a>) -> Vec<Node<'a>> {
+        let mut out = Vec::new();
+        let mut stack = vec![unwrap_parens(value)];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "call"
+                && n.field("function")
+                    .and_then(|f| f.field("attribute"))
+                    .is_some_and(|a| self.text(a) == "state_dict")
+            {
+                out.push(n);
+            }
+            let mut cur = n.walk();
+            stack.extend(n.named_children(&mut cur));
+        }
+        out
+    }
+
+    /// Whether the function `f` (the module when `None`) takes a model's state dict
+    /// somewhere ([`Self::is_model_state_dict_call`]).
+    fn takes_model_state(&self, f: Option<ScopeId>) -> bool {
+        self.calls.iter().any(|o| {
+            self.function_of(o.site.scope) == f && self.is_model_state_dict_call(o.node, o.site)
+        })
     }
 
     /// Whether `call` is `X.state_dict()` of something other than training state
@@ -1486,26 +1491,4 @@ impl<'a> SemanticModel<'a> {
                 last.ends_with("Trainer") || last == "train" && c.function.kind_str() == "attribute"
             })
     }
-}
-
-/// Whether `a` and `b` stand in different arms of one `if` statement (its body, an
-/// `elif`, its `else`): no run passes through both.
-fn different_arms(a: Node<'_>, b: Node<'_>) -> bool {
-    // Each `if` statement above the node, with the arm that holds it: the body block,
-    // or the `elif` / `else` clause.
-    let arms_of = |n: Node<'_>| {
-        let mut out = Vec::new();
-        let mut cur = n;
-        while let Some(p) = cur.parent() {
-            if p.kind_str() == "if_statement" {
-                out.push((p.id(), cur.id()));
-            }
-            cur = p;
-        }
-        out
-    };
-    let bb = arms_of(b);
-    arms_of(a)
-        .iter()
-        .any(|&(s, arm)| bb.iter().any(|&(t, other)| s == t && arm != other))
 }

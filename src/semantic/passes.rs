@@ -250,7 +250,7 @@ impl<'a> SemanticModel<'a> {
 
 /// Whether `a` and `b` sit in different arms of one `if`/`elif`/`else`, so that no run
 /// reaches both.
-fn exclusive_arms(a: Node<'_>, b: Node<'_>) -> bool {
+pub(super) fn exclusive_arms(a: Node<'_>, b: Node<'_>) -> bool {
     let arm_of = |stmt: Node<'_>, n: Node<'_>| -> Option<usize> {
         let mut c = stmt.walk();
         let arms: Vec<Node<'_>> = stmt
