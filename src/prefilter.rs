@@ -121,6 +121,8 @@ impl<'a> Scan<'a> {
             .chain(names::FORWARD_METHODS)
             .chain(&[names::PRETRAINED_LOADER, "nn"])
             .any(|w| self.word(w))
+            // `extractor.eval()`: a module whatever its name.
+            || names::MODULE_ONLY_METHODS.iter().any(|m| self.attr(m))
             || self.any_word(|i| {
                 names::is_model_name(i)
                     || names::is_model_class_name(i)

@@ -700,6 +700,15 @@ fn import_line(stmt: &str, out: &mut Vec<ImportSummary>) {
     if let Some(rest) = stmt.strip_prefix("import ") {
         for (dotted, alias) in names(rest) {
             let head = dotted.split('.').next().unwrap_or(&dotted).to_owned();
+            // `import libs.clip` also makes the submodule's names usable under its
+            // dotted path (`libs.clip.FrozenCLIPEmbedder()`).
+            if alias.is_none() && dotted != head {
+                out.push(ImportSummary {
+                    local: dotted.clone(),
+                    module: dotted.clone(),
+                    name: None,
+                });
+            }
             out.push(match alias {
                 Some(a) => ImportSummary {
                     local: a,
@@ -1262,6 +1271,20 @@ fn imports_of_text(source: &str, node: Node<'_>, out: &mut Vec<ImportSummary>) {
                 module: m.to_owned(),
                 name: Some(dotted.to_owned()),
             }),
+            None if alias.is_none() && dotted.contains('.') => {
+                // As `import_line` does: the submodule under its dotted path too.
+                out.push(ImportSummary {
+                    local: dotted.to_owned(),
+                    module: dotted.to_owned(),
+                    name: None,
+                });
+                let head = dotted.split('.').next().unwrap_or(dotted);
+                out.push(ImportSummary {
+                    local: head.to_owned(),
+                    module: head.to_owned(),
+                    name: None,
+                });
+            }
             None => out.push(ImportSummary {
                 local: alias
                     .unwrap_or_else(|| dotted.split('.').next().unwrap_or(dotted))
@@ -1629,13 +1652,18 @@ impl ProjectIndex {
                     // `import pkg.core as core`: its module classes, as `core.Net`;
                     // `from pkg.networks import *`: as `Net`.
                     if let Some(file) = resolver.module_file(p, &i.module) {
-                        for class in &files[&file].module_classes {
-                            f.module_imports.insert(if i.local == "*" {
+                        let qualify = |class: &String| {
+                            if i.local == "*" {
                                 class.clone()
                             } else {
                                 format!("{}.{class}", i.local)
-                            });
-                        }
+                            }
+                        };
+                        let ts = &files[&file];
+                        f.module_imports
+                            .extend(ts.module_classes.iter().map(qualify));
+                        f.frozen_imports
+                            .extend(ts.frozen_classes.iter().map(qualify));
                     }
                     continue;
                 };

@@ -67,6 +67,7 @@ pub(super) fn build<'a>(tree: &'a Tree, source: &'a str) -> SemanticModel<'a> {
         backwards: Vec::new(),
         call_ids: FxHashMap::default(),
         backward_receivers: FxHashSet::default(),
+        module_receivers: FxHashSet::default(),
         comments: Vec::new(),
         import_nodes: Vec::new(),
         cuda_string: false,
@@ -588,6 +589,21 @@ impl<'a> Builder<'a> {
 
     /// The grad mode a context manager or decorator establishes, if it is one of torch's.
     fn grad_effect(&self, expr: Node<'a>) -> Option<GradMode> {
+        // `torch.no_grad() if not needs_grad else nullcontext()`: a mode chosen at run
+        // time, like `set_grad_enabled(flag)`.
+        if expr.kind_str() == "conditional_expression" {
+            let mut c = expr.walk();
+            let parts: Vec<Node<'a>> = expr.named_children(&mut c).collect();
+            let (a, b) = (
+                self.grad_effect(unwrap_parens(*parts.first()?)),
+                self.grad_effect(unwrap_parens(*parts.get(2)?)),
+            );
+            return match (a, b) {
+                (None, None) => None,
+                (a, b) if a == b => a,
+                _ => Some(GradMode::Unknown),
+            };
+        }
         let (callee, call) = if expr.kind_str() == "call" {
             (expr.field("function")?, Some(expr))
         } else {
@@ -941,6 +957,18 @@ impl<'a> Builder<'a> {
             })
             .collect();
         m.backward_receivers = receivers;
+        let module_receivers: FxHashSet<_> = m
+            .calls
+            .iter()
+            .filter_map(|c| {
+                let f = c.function;
+                let method = f.field("attribute").map(|a| m.text(a))?;
+                let recv = f.field("object")?;
+                (recv.kind_str() == "identifier" && names::is_module_only_method(method))
+                    .then(|| (m.function_of(c.site.scope), m.text(recv)))
+            })
+            .collect();
+        m.module_receivers = module_receivers;
         m.callers = IndexVec::from_elem(Vec::new(), n_scopes);
         m.callees = m.calls.ids().map(|i| m.resolve_call(i)).collect();
         for (i, c) in m.callees.iter_enumerated() {

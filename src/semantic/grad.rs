@@ -248,6 +248,25 @@ impl<'a> SemanticModel<'a> {
             self.function_of(s)
                 .is_some_and(|f| self.scope(f).class == Some(class))
         };
+        // `self.freeze()` in `__init__`: a method of the class it calls switches off
+        // as surely as `__init__` itself.
+        let init_calls: Vec<&str> = self
+            .calls_of_function(Some(init))
+            .iter()
+            .filter_map(|&i| match self.method_call(&self.calls[i]) {
+                Some((recv, m)) if recv.kind_str() == "identifier" && self.text(recv) == "self" => {
+                    Some(m)
+                }
+                _ => None,
+            })
+            .collect();
+        let from_init = |s: ScopeId| {
+            self.function_of(s).is_some_and(|g| {
+                g == init
+                    || self.scope(g).class == Some(class)
+                        && init_calls.contains(&self.scope(g).name)
+            })
+        };
         let mut freezes = false;
         // Collected once per file: asked for every module class, a scan of every call
         // each time made files with many classes quadratic.
@@ -273,7 +292,7 @@ impl<'a> SemanticModel<'a> {
             if !off {
                 return false;
             }
-            freezes |= self.function_of(c.site.scope) == Some(init);
+            freezes |= from_init(c.site.scope);
         }
         for &i in self.grad_attribute_assignments() {
             let a = &self.assignments[i];
@@ -297,7 +316,7 @@ impl<'a> SemanticModel<'a> {
             if self.text(a.value) != "False" {
                 return false;
             }
-            freezes |= self.function_of(a.site.scope) == Some(init);
+            freezes |= from_init(a.site.scope);
         }
         freezes
     }
@@ -316,9 +335,14 @@ impl<'a> SemanticModel<'a> {
         if !matches!(func.kind_str(), "identifier" | "attribute") {
             return false;
         }
-        let module = self.text(func);
-        let f = self.function_of(c.site.scope);
-        let at = c.node.start_byte();
+        self.frozen_before(self.text(func), c.node, c.site)
+    }
+
+    /// Whether the module spelled `module` has every parameter switched off before
+    /// `node` (at `site`), on every path to it: see [`Self::frozen_at`].
+    pub fn frozen_before(&self, module: &str, node: Node<'a>, site: Site) -> bool {
+        let f = self.function_of(site.scope);
+        let at = node.start_byte();
         // The latest switch before the call: (where, turns off, its statement).
         let mut last: Option<(usize, bool, Node<'a>)> = None;
         let mut note = |byte: usize, off: bool, stmt: Node<'a>| {
@@ -411,7 +435,7 @@ impl<'a> SemanticModel<'a> {
         // the one in force after the loop).
         for _ in 0..32 {
             let Some(block) = stmt.parent() else { break };
-            if block.start_byte() <= at && c.node.end_byte() <= block.end_byte() {
+            if block.start_byte() <= at && node.end_byte() <= block.end_byte() {
                 return true;
             }
             let Some(lp) = block
@@ -482,7 +506,12 @@ impl<'a> SemanticModel<'a> {
                         continue;
                     }
                     if func.kind_str() != "identifier" {
-                        return false;
+                        // `libs.clip.FrozenCLIPEmbedder()`: a class of a project module
+                        // imported whole.
+                        return func.kind_str() == "attribute"
+                            && self
+                                .project()
+                                .is_some_and(|p| p.frozen_import(self.text(func)));
                     }
                     let name = self.text(func);
                     if let Some(&class) = self.classes.get(name) {

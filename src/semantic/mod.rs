@@ -281,6 +281,10 @@ pub struct SemanticModel<'a> {
     call_ids: FxHashMap<usize, CallId>,
     /// Names backpropagated directly (`name.backward()`), per enclosing function.
     backward_receivers: FxHashSet<(Option<ScopeId>, &'a str)>,
+    /// Names that a method only modules have is called on (`net.eval()`,
+    /// `net.parameters()`), per enclosing function: a parameter or an opaque local used
+    /// so is a module whatever it is called.
+    module_receivers: FxHashSet<(Option<ScopeId>, &'a str)>,
     /// Calls that resolve to each function scope.
     callers: IndexVec<ScopeId, Vec<CallId>>,
     /// Functions reachable (same file) from each loop's body.

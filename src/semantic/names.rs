@@ -477,6 +477,17 @@ pub fn is_passthrough_builtin(name: &str) -> bool {
     matches!(name, "sum" | "max" | "min" | "abs")
 }
 
+/// `from_pretrained` classes whose instances record no autograd graph when called:
+/// pipelines (transformers', diffusers' `DiffusionPipeline`, `StableDiffusionPipeline`),
+/// which run their models under no_grad, and TensorFlow or Flax models
+/// (`TFAutoModelForQuestionAnswering`, `FlaxBertModel`).
+pub fn is_foreign_or_no_grad_pretrained(class: &str) -> bool {
+    let tf = class
+        .strip_prefix("TF")
+        .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
+    tf || class.starts_with("Flax") || class.to_ascii_lowercase().contains("pipeline")
+}
+
 /// Classes loaded with `X.from_pretrained(...)` that are not modules. `X` may be a
 /// class (`AutoTokenizer`) or an attribute holding one (`model_class.tokenizer` in a
 /// table of model families), so the name is compared without case or underscores.
@@ -606,6 +617,23 @@ pub fn is_data_name(name: &str) -> bool {
             .any(|t| !t.is_empty() && TOKENS.contains(&t))
 }
 
+/// A method that only modules have among the values of training code: what it is
+/// called on is a module (`eval_model.eval()`, `policy.named_parameters()`). Methods
+/// tensors, optimizers or datasets share (`to`, `state_dict`, `train`) say nothing.
+pub fn is_module_only_method(method: &str) -> bool {
+    MODULE_ONLY_METHODS.contains(&method)
+}
+
+/// See [`is_module_only_method`].
+pub const MODULE_ONLY_METHODS: &[&str] = &[
+    "eval",
+    "parameters",
+    "named_parameters",
+    "named_modules",
+    "modules",
+    "named_children",
+];
+
 /// Methods of `nn.Module` (and of the common framework wrappers) that do not run a
 /// forward: `model.parameters()`, `model.eval()`, `model.state_dict()`, ... Any other
 /// method called on a module is taken to be a forward (`model.encode(x)`, `agent.pi(s)`).
@@ -674,6 +702,9 @@ pub fn is_module_api_method(method: &str) -> bool {
     const PREFIXES: &[&str] = &[
         "named_",
         "register_",
+        // Factories of inputs or parts (`create_dummy_batch`, `build_head`).
+        "create_",
+        "build_",
         "set_",
         "enable_",
         "disable_",

@@ -475,7 +475,20 @@ impl<'a> SemanticModel<'a> {
         {
             return Value::Unknown;
         }
+        // `eval_model.eval()` in this function: whatever the name says, a module.
+        if self
+            .module_receivers
+            .contains(&(self.function_of(site.scope), name))
+        {
+            return Value::Module;
+        }
         let by_name = name_value(name);
+        // A name bound nowhere in the file (a documentation snippet's `classifier`
+        // left from another page) is no model whose calls to take for forwards; a
+        // star import may bind it to anything.
+        if by_name == Value::Module && b.is_none() && !self.has_star_import() {
+            return Value::Unknown;
+        }
         if by_name != Value::Unknown {
             // A name guess yields to what the callers hand over: `ema_optimizer` given a
             // `WeightEMA(...)` of this file, `model` given a from-scratch `Perceptron`.
@@ -1148,7 +1161,11 @@ impl<'a> SemanticModel<'a> {
                 .qualified(recv)
                 .and_then(|q| q.last())
                 .unwrap_or(self.text(recv));
-            return if names::is_non_model_pretrained(class) {
+            return if names::is_foreign_or_no_grad_pretrained(class) {
+                // A pipeline runs its models under no_grad; a TensorFlow or Flax model
+                // builds no autograd graph: neither is a module whose calls record one.
+                Value::Detached
+            } else if names::is_non_model_pretrained(class) {
                 Value::Unknown
             } else {
                 Value::Module

@@ -217,6 +217,17 @@ impl<'a> SemanticModel<'a> {
             })
     }
 
+    /// Whether the file has a `from module import *`: any name may come from it.
+    pub fn has_star_import(&self) -> bool {
+        self.import_nodes.iter().any(|n| {
+            let mut c = n.walk();
+            let star = n
+                .named_children(&mut c)
+                .any(|x| x.kind_str() == "wildcard_import");
+            star
+        })
+    }
+
     /// The binding a name (identifier or `self.attr`) refers to at `site`, if known.
     pub fn binding_of(&self, expr: Node<'_>, site: Site) -> Option<&Binding<'a>> {
         self.resolve(expr, site, expr.start_byte())
