@@ -390,6 +390,14 @@ impl<'a> SemanticModel<'a> {
                 let Some(b) = self.resolve(expr, site, expr.start_byte()) else {
                     return false;
                 };
+                // The target of a loop inside the step (`for m in modules:` within the
+                // loop over batches) is rebound at the top of each of its iterations.
+                let bd = &self.bindings[b];
+                if bd.kind == BindingKind::ForTarget
+                    && step.is_some_and(|l| self.loop_within(bd.site.loop_, l))
+                {
+                    return false;
+                }
                 // A framework calls a hook (`forward`, `training_step`) with fresh
                 // arguments each step; a helper called from our own loop may be handed
                 // the loop's long-lived containers.

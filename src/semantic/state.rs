@@ -115,7 +115,22 @@ const MAX_CHAIN: usize = 16;
 pub(super) struct ConversionsOf {
     calls: Vec<CallId>,
     functions: Vec<Option<ScopeId>>,
+    /// Stores of a newly built part into the value (`model.fc = nn.Linear(...)`,
+    /// `net.classifier[6] = ...`), by assignment: the new part has its own device and
+    /// dtype, so what earlier conversions established no longer holds for the whole.
+    replaced: Vec<AssignId>,
+    /// Calls that install a newly built part into the value (`set_module(model, name,
+    /// QuantConv2d(...))`, `setattr(net, "fc", head)` with `head = nn.Linear(...)`).
+    installing: Vec<CallId>,
 }
+
+/// What a name that is never converted has.
+static NO_CONVERSIONS: ConversionsOf = ConversionsOf {
+    calls: Vec::new(),
+    functions: Vec::new(),
+    replaced: Vec::new(),
+    installing: Vec::new(),
+};
 
 impl<'a> SemanticModel<'a> {
     /// The call as a dtype/device conversion (`.to(...)`, `.half()`, `.cuda()`...).
@@ -513,7 +528,7 @@ impl<'a> SemanticModel<'a> {
             bs.iter()
                 .any(|&b| self.bindings[b].kind != BindingKind::Parameter)
         });
-        if rebound || !self.conversions_of(key).0.is_empty() {
+        if rebound || !self.conversions_of(key).calls.is_empty() {
             return None;
         }
         u32::try_from(pos).ok()
@@ -572,6 +587,8 @@ impl<'a> SemanticModel<'a> {
         enum Ev {
             Bind(BindingId),
             Conv(CallId),
+            Replace(AssignId),
+            Install(CallId),
         }
         let mut events: Vec<(u8, usize, Ev)> = Vec::new();
         // Only the last `MAX_EVENTS` bindings and conversions before the conversion (and
@@ -579,7 +596,12 @@ impl<'a> SemanticModel<'a> {
         // overwrite, and replaying all of them made a file of 100,000 conversions of one
         // name quadratic. Lists are sorted by position, so each window is a binary search.
         let bindings = self.names.get(&key).map(Vec::as_slice).unwrap_or(&[]);
-        let (convs, functions) = self.conversions_of(key);
+        let ConversionsOf {
+            calls: convs,
+            functions,
+            replaced,
+            installing,
+        } = self.conversions_of(key);
         let pos_of_call = |i: CallId| self.calls[i].node.start_byte();
         let windows = |lo: usize, hi: usize| {
             let hb = bindings.partition_point(|&b| self.bindings[b].pos <= hi);
@@ -618,6 +640,26 @@ impl<'a> SemanticModel<'a> {
                     events.push((order, other.node.end_byte(), Ev::Conv(i)));
                 }
             }
+            let lr = replaced.partition_point(|&i| self.assignments[i].node.start_byte() < lo);
+            let hr = replaced.partition_point(|&i| self.assignments[i].node.end_byte() <= hi);
+            for &i in &replaced[lr.max(hr.saturating_sub(MAX_EVENTS))..hr.max(lr)] {
+                let a = &self.assignments[i];
+                let f = self.function_of(a.site.scope);
+                if (order == 1 && f == here && a.node.end_byte() <= at) || (order == 0 && f == init)
+                {
+                    events.push((order, a.node.end_byte(), Ev::Replace(i)));
+                }
+            }
+            let li = installing.partition_point(|&i| pos_of_call(i) < lo);
+            let hi_i = installing.partition_point(|&i| pos_of_call(i) < hi);
+            for &i in &installing[li.max(hi_i.saturating_sub(MAX_EVENTS))..hi_i.max(li)] {
+                let c = &self.calls[i];
+                let f = self.function_of(c.site.scope);
+                if (order == 1 && f == here && c.node.end_byte() <= at) || (order == 0 && f == init)
+                {
+                    events.push((order, c.node.end_byte(), Ev::Install(i)));
+                }
+            }
         }
         events.sort_by_key(|e| (e.0, e.1));
         // Conversions of a `self.` attribute in other methods may run in between (an
@@ -633,6 +675,8 @@ impl<'a> SemanticModel<'a> {
                 bd.value.unwrap_or(self.scope(bd.site.scope).node)
             }
             Ev::Conv(i) => self.calls[*i].node,
+            Ev::Replace(i) => self.assignments[*i].node,
+            Ev::Install(i) => self.calls[*i].node,
         };
         let apply_event = |st: &mut ModelState<'a>, ev: &Ev, certain: bool| match ev {
             Ev::Bind(b) => {
@@ -651,6 +695,11 @@ impl<'a> SemanticModel<'a> {
             Ev::Conv(i) => {
                 let conv = self.conversion(*i).expect("checked");
                 apply(st, &conv, self.calls[*i].node, certain);
+            }
+            // On every path or some, the whole is no longer known to be in one place.
+            Ev::Replace(_) | Ev::Install(_) => {
+                st.device = None;
+                st.dtype = None;
             }
         };
         // Computed only when a path holds `None`: it walks the statements down to `at`.
@@ -725,7 +774,30 @@ impl<'a> SemanticModel<'a> {
 
     /// The conversion calls whose receiver is `key` (in source order), and the distinct
     /// functions they stand in, indexed once per file.
-    fn conversions_of(&self, key: NameKey<'a>) -> (&[CallId], &[Option<ScopeId>]) {
+    /// Whether `arg` is a module part built here: a module class constructed in place
+    /// (`nn.Linear(4096, 2)`, `quant_nn.QuantConv2d(...)`) or a name bound to one. A
+    /// config, an optimizer or a loader handed beside the model installs nothing.
+    fn built_part(&self, arg: Node<'a>, site: Site) -> bool {
+        let constructed = |v: Node<'a>| {
+            let v = unwrap_parens(v);
+            v.kind_str() == "call"
+                && v.field("function").is_some_and(|f| {
+                    let last = f.field("attribute").unwrap_or(f);
+                    self.text(last)
+                        .starts_with(|c: char| c.is_ascii_uppercase())
+                        && (self.value(v, site) == Value::Module
+                            || self.qualified(f).is_some_and(|q| q.has_module("nn")))
+                })
+        };
+        constructed(arg)
+            || arg.kind_str() == "identifier"
+                && self
+                    .binding_of(arg, site)
+                    .and_then(|b| b.value)
+                    .is_some_and(constructed)
+    }
+
+    fn conversions_of(&self, key: NameKey<'a>) -> &ConversionsOf {
         let index = self.memo.conversions.get_or_init(|| {
             let mut map: FxHashMap<NameKey<'a>, ConversionsOf> = FxHashMap::default();
             for (i, c) in self.calls.iter_enumerated() {
@@ -744,11 +816,43 @@ impl<'a> SemanticModel<'a> {
                     }
                 }
             }
+            for (i, a) in self.assignments.iter_enumerated() {
+                if a.op != AssignOp::Plain || unwrap_parens(a.value).kind_str() != "call" {
+                    continue;
+                }
+                // The root of `model.classifier._modules['6']` under the stored part.
+                let mut t = unwrap_parens(a.target);
+                while let Some(inner) = match t.kind_str() {
+                    "attribute" => t.field("object"),
+                    "subscript" => t.field("value"),
+                    _ => None,
+                } {
+                    t = unwrap_parens(inner);
+                    if let Some(k) = self.name_key(t, a.site.scope) {
+                        map.entry(k).or_default().replaced.push(i);
+                        break;
+                    }
+                }
+            }
+            for (i, c) in self.calls.iter_enumerated() {
+                let mut args = self.positional_args(c.node).map(unwrap_parens);
+                let Some(first) = args.next() else { continue };
+                if !args.any(|a| self.built_part(a, c.site)) {
+                    continue;
+                }
+                if let Some(k) = self.name_key(first, c.site.scope) {
+                    map.entry(k).or_default().installing.push(i);
+                }
+            }
+            for e in map.values_mut() {
+                e.replaced
+                    .sort_by_key(|&i| self.assignments[i].node.start_byte());
+                e.installing
+                    .sort_by_key(|&i| self.calls[i].node.start_byte());
+            }
             map
         });
-        index
-            .get(&key)
-            .map_or((&[], &[]), |e| (&e.calls, &e.functions))
+        index.get(&key).unwrap_or(&NO_CONVERSIONS)
     }
 
     /// The state a bound value establishes: a load, a wrapper, a helper's result, or a
