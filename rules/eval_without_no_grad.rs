@@ -200,7 +200,10 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             };
             if m == "eval" && c.arguments.is_some_and(|a| a.named_child_count() == 0) {
                 let v = model.value(recv, c.site);
-                if matches!(v, Value::Module | Value::Instance(_)) {
+                // A module switched off first (`extractor.requires_grad_(False)` then
+                // `.eval()`) records no graph on inputs that ask for none.
+                let frozen = model.frozen_before(model.text(unwrap_parens(recv)), c.node, c.site);
+                if matches!(v, Value::Module | Value::Instance(_)) && !frozen {
                     // `net = Net(...).eval()`: the region is about the name bound.
                     let bound = c
                         .node
@@ -456,7 +459,23 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     let n = model.loop_(l).node;
                     (n.start_byte(), n.end_byte())
                 }
-                Region::AfterEval(s, e, _) | Region::EvalDraw(s, e) => (s, e),
+                // A forward in a loop after `.eval()` covers that loop: a later loop
+                // over other data (a figure drawn example by example after the test
+                // loop) is a region of its own, with its own fix.
+                Region::AfterEval(s, e, _) => {
+                    let mut outer = None;
+                    let mut l = c.site.loop_;
+                    while let Some(id) = l {
+                        let lp = model.loop_(id);
+                        if model.function_of(lp.scope) != f || lp.node.start_byte() < s {
+                            break;
+                        }
+                        outer = Some(lp.node.end_byte());
+                        l = lp.parent;
+                    }
+                    (s, outer.unwrap_or(e))
+                }
+                Region::EvalDraw(s, e) => (s, e),
                 Region::Branch(_, b) => (b.start_byte(), b.end_byte()),
                 // A prediction straight after training covers what precedes it; a loop
                 // after it (a figure drawn image by image) is a region of its own.
@@ -523,8 +542,29 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
     // A method called on a receiver of unknown class (`agent.select_action(s)` on an
     // agent passed in) is that method when the file defines it once.
     let reported: Vec<Option<ScopeId>> = found.iter().map(|(f, _, _)| *f).collect();
+    // Through same-file helpers too: `result(path)` drawing what `predict(path)`,
+    // reported itself, returns.
+    let reaches_reported = |g: ScopeId| {
+        let mut work = vec![(g, 0)];
+        let mut seen = vec![g];
+        while let Some((h, depth)) = work.pop() {
+            if reported.contains(&Some(h)) {
+                return true;
+            }
+            if depth == 4 {
+                continue;
+            }
+            for c in model.calls_of_function(Some(h)) {
+                if let Some(k) = model.callee(c).filter(|k| !seen.contains(k)) {
+                    seen.push(k);
+                    work.push((k, depth + 1));
+                }
+            }
+        }
+        false
+    };
     let into_reported = |i: CallId| match model.callee(i) {
-        Some(g) => reported.contains(&Some(g)),
+        Some(g) => reaches_reported(g),
         None => model.method_call(&model.calls[i]).is_some_and(|(_, meth)| {
             let defs = model.methods_named(meth);
             defs.len() == 1 && reported.contains(&Some(defs[0]))
@@ -1481,12 +1521,14 @@ impl<'m, 'a> Forwards<'m, 'a> {
 
     fn may_be_forward(&self, call: CallId) -> bool {
         let m = self.model;
+        // A frozen module's methods (`encoder.encode(x)` of a class of this file that
+        // froze itself) record no graph either.
+        if self.is_frozen(call) {
+            return false;
+        }
         // A same-file function or method (`self.load_model(...)` included): what it does.
         if let Some(g) = m.callee(call) {
             return self.function_runs_forward(g);
-        }
-        if self.is_frozen(call) {
-            return false;
         }
         let c = &m.calls[call];
         // A method the project's classes define running their forwards only under
