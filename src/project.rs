@@ -967,7 +967,9 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             continue;
         };
         let r = model.text(recv);
-        if m.starts_with("__") || imported.contains_key(r) {
+        // Only a name can be imported: hashing the text of a long receiver (a chain
+        // of thousands of calls) for each of its links was quadratic.
+        if m.starts_with("__") || recv.kind_str() == "identifier" && imported.contains_key(r) {
             continue;
         }
         let quiet = model.grad_mode(call.site) == GradMode::Disabled;
