@@ -1573,6 +1573,13 @@ impl<'m, 'a> Forwards<'m, 'a> {
             if names::is_module_api_method(meth) {
                 return false;
             }
+            // `torch.device(arg)`, `np.mean(x)`: a function of an imported module, no
+            // method of a class of the file however it is named.
+            if recv.kind_str() == "identifier"
+                && m.binding_of(recv, c.site).is_some_and(|b| b.kind == crate::semantic::BindingKind::Import)
+            {
+                return false;
+            }
             // An instance of a known class of the file: its own method decides.
             if let Value::Instance(class) = m.value(recv, c.site) {
                 if let Some(g) = m.method_of(class, meth, 0) {
