@@ -23,7 +23,11 @@ declare_rule! {
     /// chosen through the Q-network, a target network's output detached at once, a
     /// generator run only to be `.detach()`-ed for the critic's step). Models written
     /// as bare tensors (`W = torch.randn(..., requires_grad=True)`) count: math on
-    /// them is their forward. Reported once per region. A file named or placed like a
+    /// them is their forward. Reported once per region; after `model.eval()`, each loop
+    /// that runs the model is a region of its own (the test loop, then a figure drawn
+    /// example by example), and a call into a helper already reported is not reported
+    /// again. The model is recognised by what is done with it (`extractor.eval()`,
+    /// `net.parameters()`), not only by its name. A file named or placed like a
     /// test module (`*_test.py`, `tests.py`, under `tests/`) is skipped only when it
     /// holds test cases (`test_*` functions or methods, `Test*` classes, a pytest or
     /// unittest import).
@@ -42,7 +46,11 @@ declare_rule! {
     /// `torch.set_grad_enabled(False)` at any enclosing level, a function decorated with
     /// `@torch.no_grad()` (or only ever called under no_grad in the same file), Lightning's
     /// `validation_step`/`test_step`/`predict_step` (Lightning disables grad), HF
-    /// `model.generate(...)`, functions that want gradients (`.backward()`,
+    /// `model.generate(...)`, pipelines (`pipeline(...)`, diffusers' `*Pipeline`, which
+    /// disable grad themselves), TensorFlow and Flax models, modules whose parameters
+    /// are all frozen (`requires_grad_(False)` before `.eval()`, or a class that freezes
+    /// itself in `__init__`), a `with` that picks `no_grad()` or a null context at run
+    /// time, functions that want gradients (`.backward()`,
     /// `torch.autograd.grad`, `requires_grad_()`: saliency maps, adversarial examples,
     /// test-time training), and pytest `test_*` functions.
     ///

@@ -19,7 +19,11 @@ declare_rule! {
     ///
     /// Not flagged: moving batch tensors (`x = x.to(device)`), moves to a different
     /// device than the known one, moves where the placement is uncertain (one branch
-    /// only), and a model moved to the device once after a plain `from_pretrained`.
+    /// only), a model moved to the device once after a plain `from_pretrained`, a move
+    /// after a new part was stored into the model (`net.fc = nn.Linear(...)`, or a
+    /// helper handed a module built there, `set_module(net, name, QuantConv2d(...))`):
+    /// the new part is on the CPU until moved. Moving each module of a list in turn
+    /// (`for m in modules: m.to(device)`) moves each one once.
     ///
     /// ## Example
     /// ```python
