@@ -699,28 +699,7 @@ fn import_line(stmt: &str, out: &mut Vec<ImportSummary>) {
     };
     if let Some(rest) = stmt.strip_prefix("import ") {
         for (dotted, alias) in names(rest) {
-            let head = dotted.split('.').next().unwrap_or(&dotted).to_owned();
-            // `import libs.clip` also makes the submodule's names usable under its
-            // dotted path (`libs.clip.FrozenCLIPEmbedder()`).
-            if alias.is_none() && dotted != head {
-                out.push(ImportSummary {
-                    local: dotted.clone(),
-                    module: dotted.clone(),
-                    name: None,
-                });
-            }
-            out.push(match alias {
-                Some(a) => ImportSummary {
-                    local: a,
-                    module: dotted,
-                    name: None,
-                },
-                None => ImportSummary {
-                    local: head.clone(),
-                    module: head,
-                    name: None,
-                },
-            });
+            plain_import(&dotted, alias.as_deref(), out);
         }
     } else if let Some(rest) = stmt.strip_prefix("from ") {
         let Some((module, list)) = rest.split_once(" import ") else {
@@ -1273,33 +1252,35 @@ fn imports_of_text(source: &str, node: Node<'_>, out: &mut Vec<ImportSummary>) {
                 module: m.to_owned(),
                 name: Some(dotted.to_owned()),
             }),
-            None if alias.is_none() && dotted.contains('.') => {
-                // As `import_line` does: the submodule under its dotted path too.
-                out.push(ImportSummary {
-                    local: dotted.to_owned(),
-                    module: dotted.to_owned(),
-                    name: None,
-                });
-                let head = dotted.split('.').next().unwrap_or(dotted);
-                out.push(ImportSummary {
-                    local: head.to_owned(),
-                    module: head.to_owned(),
-                    name: None,
-                });
-            }
-            None => out.push(ImportSummary {
-                local: alias
-                    .unwrap_or_else(|| dotted.split('.').next().unwrap_or(dotted))
-                    .to_owned(),
-                module: if alias.is_some() {
-                    dotted.to_owned()
-                } else {
-                    dotted.split('.').next().unwrap_or(dotted).to_owned()
-                },
-                name: None,
-            }),
+            None => plain_import(dotted, alias, out),
         }
     }
+}
+
+/// What `import a.b` (or `import a.b as x`) binds: the alias, or else the top package
+/// `a` and, for a submodule, its dotted path too, which is how its names are used
+/// (`libs.clip.FrozenCLIPEmbedder()` after `import libs.clip`).
+fn plain_import(dotted: &str, alias: Option<&str>, out: &mut Vec<ImportSummary>) {
+    let head = dotted.split('.').next().unwrap_or(dotted);
+    if alias.is_none() && dotted != head {
+        out.push(ImportSummary {
+            local: dotted.to_owned(),
+            module: dotted.to_owned(),
+            name: None,
+        });
+    }
+    out.push(match alias {
+        Some(a) => ImportSummary {
+            local: a.to_owned(),
+            module: dotted.to_owned(),
+            name: None,
+        },
+        None => ImportSummary {
+            local: head.to_owned(),
+            module: head.to_owned(),
+            name: None,
+        },
+    });
 }
 
 /// The project: every summarized file, and the facts each file gets.
