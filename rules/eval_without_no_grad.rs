@@ -210,8 +210,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 let v = model.value(recv, c.site);
                 // A module switched off first (`extractor.requires_grad_(False)` then
                 // `.eval()`) records no graph on inputs that ask for none.
-                let frozen = model.frozen_before(model.text(unwrap_parens(recv)), c.node, c.site);
-                if matches!(v, Value::Module | Value::Instance(_)) && !frozen {
+                if matches!(v, Value::Module | Value::Instance(_))
+                    && !model.frozen_before(model.text(unwrap_parens(recv)), c.node, c.site)
+                {
                     // `net = Net(...).eval()`: the region is about the name bound.
                     let bound = c
                         .node

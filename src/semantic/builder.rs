@@ -961,9 +961,7 @@ impl<'a> Builder<'a> {
             .calls
             .iter()
             .filter_map(|c| {
-                let f = c.function;
-                let method = f.field("attribute").map(|a| m.text(a))?;
-                let recv = f.field("object")?;
+                let (recv, method) = m.method_call(c)?;
                 (recv.kind_str() == "identifier" && names::is_module_only_method(method))
                     .then(|| (m.function_of(c.site.scope), m.text(recv)))
             })

@@ -190,11 +190,7 @@ impl<'a> SemanticModel<'a> {
         let class = *self.classes.get(self.text(f))?;
         let init = *self.functions.get(&(class, "__init__"))?;
         let mut found = None;
-        for i in self
-            .calls
-            .ids()
-            .filter(|&i| self.function_of(self.calls[i].site.scope) == Some(init))
-        {
+        for &i in &self.calls_by_function[init] {
             if self.conversion(i).is_some_and(|x| x.dtype.is_some()) {
                 return None;
             }
