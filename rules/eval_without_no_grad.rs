@@ -981,12 +981,55 @@ fn quiet_branches<'a>(model: &SemanticModel<'a>, f: Option<ScopeId>, grad_calls:
                 let n = model.calls[g].node;
                 n.start_byte() >= b.start_byte() && n.end_byte() <= b.end_byte()
             });
-            if quiet {
+            if quiet && !feeds_later_backward(model, b, body, grad_calls) {
                 out.push((l, b));
             }
         }
     }
     out
+}
+
+/// Whether a call asking for gradients later in loop body `body` reads a name that
+/// branch `b` binds, not rebound on the way: the mixed-precision branch of a step
+/// computes the loss that a later `if use_amp:` backpropagates through the scaler.
+fn feeds_later_backward<'a>(model: &SemanticModel<'a>, b: Node<'a>, body: Node<'a>, grad_calls: &[CallId]) -> bool {
+    let mut bound: Vec<&str> = Vec::new();
+    let mut stack = vec![b];
+    while let Some(n) = stack.pop() {
+        if n.kind_str() == "identifier" && is_assignment_target(n) && !bound.contains(&model.text(n)) {
+            bound.push(model.text(n));
+        }
+        let mut w = n.walk();
+        stack.extend(n.named_children(&mut w));
+    }
+    grad_calls.iter().any(|&g| {
+        let call = model.calls[g].node;
+        let (from, at) = (b.end_byte(), call.start_byte());
+        if at < from || call.end_byte() > body.end_byte() {
+            return false;
+        }
+        bound.iter().any(|&name| {
+            let read = !model.identifiers_in(name, at..call.end_byte()).is_empty();
+            // Rebound in a block that holds the call: that value is the one it reads.
+            let rebound = model.identifiers_in(name, from..at).iter().any(|&n| {
+                is_assignment_target(n)
+                    && statement_block(n).is_some_and(|blk| blk.start_byte() <= at && call.end_byte() <= blk.end_byte())
+            });
+            read && !rebound
+        })
+    })
+}
+
+/// The block (or module) holding the statement that contains `n`.
+fn statement_block(n: Node<'_>) -> Option<Node<'_>> {
+    let mut x = n;
+    while let Some(p) = x.parent() {
+        if matches!(p.kind_str(), "block" | "module") {
+            return Some(p);
+        }
+        x = p;
+    }
+    None
 }
 
 /// The calls asking for gradients that exempt forwards of region `ctx`. Between

@@ -55,6 +55,11 @@ pub struct FnSummary {
     /// second parameter.
     #[serde(default)]
     pub backward_params: Vec<u32>,
+    /// Module-level functions only: positions of the parameters that a method only
+    /// modules have is called on (`soft_update(target, source, tau)` calling
+    /// `target.parameters()`): what a caller hands there is a module.
+    #[serde(default)]
+    pub module_params: Vec<u32>,
     /// Backpropagates (`.backward()`, `torch.autograd.grad`): a training step.
     pub wants_grad: bool,
     /// Module-level functions only: the argument every `return` hands back unchanged
@@ -164,6 +169,14 @@ pub struct FileSummary {
     /// inside `no_grad` reaches the overrides that subclasses in other files define.
     #[serde(default)]
     pub self_method_calls: BTreeMap<String, bool>,
+    /// Method names called (on `self` or another receiver) with grad on inside a
+    /// method, with the names of those host methods: the call runs under `no_grad`
+    /// whenever every call of its host does (a base task's `evaluation` calling
+    /// `self.valid_step(...)`, itself called only from the runner's no-grad
+    /// `eval_epoch`). Those calls are left out of `method_calls` and
+    /// `self_method_calls`.
+    #[serde(default)]
+    pub hosted_method_calls: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// What one file needs from the rest of the project.
@@ -185,6 +198,10 @@ pub struct FileFacts {
     /// Imported names that are project functions backpropagating some of their
     /// arguments, with those arguments' positions.
     pub backward_param_imports: BTreeMap<String, Vec<u32>>,
+    /// Imported names (`soft_update`, or `ptu.soft_update` through `import pkg.util as
+    /// ptu`) that are project functions using some parameters as modules, with those
+    /// parameters' positions (see [`FnSummary::module_params`]).
+    pub module_param_imports: BTreeMap<String, Vec<u32>>,
     /// Imported names that are project functions handing back one of their arguments
     /// unchanged, with its position.
     pub param_returning_imports: BTreeMap<String, u32>,
@@ -275,6 +292,7 @@ pub enum FactQuery {
     DetachedMethod(String),
     ModuleImport(String),
     BackwardParams(String),
+    ModuleParams(String),
     ForwardImport(String),
     ForwardMethod(String),
     ModelStep(String),
@@ -313,6 +331,9 @@ impl FactQuery {
             FactQuery::ModuleImport(n) => Answer::Bool(f.module_imports.contains(n)),
             FactQuery::BackwardParams(n) => {
                 Answer::Params(f.backward_param_imports.get(n).map(Vec::as_slice))
+            }
+            FactQuery::ModuleParams(n) => {
+                Answer::Params(f.module_param_imports.get(n).map(Vec::as_slice))
             }
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
@@ -421,6 +442,13 @@ impl<'m> Facts<'m> {
             .backward_param_imports
             .get(name)
             .map(Vec::as_slice)
+    }
+
+    /// The positions of the arguments that the imported project function `name` (or
+    /// `module.function` of an imported project module) uses as modules.
+    pub fn module_params(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::ModuleParams(name.to_owned()));
+        self.facts.module_param_imports.get(name).map(Vec::as_slice)
     }
 
     /// Whether the imported `name` is a project function running a forward with grad
@@ -848,6 +876,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             } else {
                 Vec::new()
             },
+            module_params: if scope.class.is_none() {
+                model.module_params(id)
+            } else {
+                Vec::new()
+            },
             wants_grad,
             returns_param: if scope.class.is_none() {
                 model.returned_parameter(id)
@@ -952,17 +985,38 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             continue;
         }
         let quiet = model.grad_mode(call.site) == GradMode::Disabled;
-        if matches!(r, "self" | "cls") {
-            *s.self_method_calls.entry(m.to_owned()).or_insert(true) &= quiet;
+        // A call in another framework's code (a `_tensorflow_evaluator` beside the
+        // PyTorch one) says nothing of PyTorch's grad mode.
+        if !quiet && model.foreign_framework_site(call.node) {
             continue;
         }
-        if !quiet && model.call_flows_into_backward(call.node) {
+        let own = matches!(r, "self" | "cls");
+        if !own && !quiet && model.call_flows_into_backward(call.node) {
             s.trained_method_calls.insert(m.to_owned());
         }
-        match s.method_calls.get_mut(m) {
+        // With grad on inside a method: quiet when its host's every call is.
+        let host = (!quiet)
+            .then(|| model.function_of(call.site.scope))
+            .flatten()
+            .and_then(|f| qualname(model, f))
+            .and_then(|q| q.split_once('.').map(|(_, h)| h.to_owned()))
+            .filter(|h| h != m);
+        if let Some(h) = host {
+            s.hosted_method_calls
+                .entry(m.to_owned())
+                .or_default()
+                .insert(h);
+            continue;
+        }
+        let modes = if own {
+            &mut s.self_method_calls
+        } else {
+            &mut s.method_calls
+        };
+        match modes.get_mut(m) {
             Some(q) => *q &= quiet,
             None => {
-                s.method_calls.insert(m.to_owned(), quiet);
+                modes.insert(m.to_owned(), quiet);
             }
         }
     }
@@ -1472,10 +1526,43 @@ impl ProjectIndex {
         // is: when every such call in the project runs under no_grad, so do the
         // forwards of each of its definitions.
         let mut method_modes: BTreeMap<&str, bool> = BTreeMap::new();
+        let mut hosts: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for s in files.values() {
             for (m, &quiet) in s.method_calls.iter().chain(&s.self_method_calls) {
                 *method_modes.entry(m.as_str()).or_insert(true) &= quiet;
             }
+            for (m, hs) in &s.hosted_method_calls {
+                method_modes.entry(m.as_str()).or_insert(true);
+                hosts
+                    .entry(m.as_str())
+                    .or_default()
+                    .extend(hs.iter().map(String::as_str));
+            }
+        }
+        // A hosted call is quiet once every call of its host is: grow the quiet set
+        // until nothing changes (a host never called anywhere stays loud).
+        let mut quiet_called: BTreeSet<&str> = method_modes
+            .iter()
+            .filter(|&(m, &q)| q && !hosts.contains_key(m))
+            .map(|(m, _)| *m)
+            .collect();
+        loop {
+            let grown: Vec<&str> = hosts
+                .iter()
+                .filter(|&(m, hs)| {
+                    !quiet_called.contains(m)
+                        && method_modes.get(m) == Some(&true)
+                        && hs.iter().all(|h| quiet_called.contains(h))
+                })
+                .map(|(m, _)| *m)
+                .collect();
+            if grown.is_empty() {
+                break;
+            }
+            quiet_called.extend(grown);
+        }
+        for (m, q) in method_modes.iter_mut() {
+            *q = quiet_called.contains(m);
         }
         let mut definers: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for s in files.values() {
@@ -1645,6 +1732,14 @@ impl ProjectIndex {
                         let ts = &files[&file];
                         f.module_imports
                             .extend(ts.module_classes.iter().map(qualify));
+                        for g in ts
+                            .functions
+                            .iter()
+                            .filter(|g| !g.method && !g.module_params.is_empty())
+                        {
+                            f.module_param_imports
+                                .insert(qualify(&g.name), g.module_params.clone());
+                        }
                         f.frozen_imports
                             .extend(ts.frozen_classes.iter().map(qualify));
                     }
@@ -1721,6 +1816,14 @@ impl ProjectIndex {
                     {
                         f.backward_param_imports
                             .insert(i.local.clone(), g.backward_params.clone());
+                    }
+                    if let Some(g) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method && !g.module_params.is_empty())
+                    {
+                        f.module_param_imports
+                            .insert(i.local.clone(), g.module_params.clone());
                     }
                 }
             }

@@ -158,7 +158,7 @@ impl<'a> SemanticModel<'a> {
         let mut child = node;
         for &n in ancestors.iter().rev() {
             if matches!(n.kind_str(), "function_definition" | "class_definition") {
-                return false;
+                return self.named_for_foreign_framework(n);
             }
             if self.foreign_branch(n, child) {
                 return true;
@@ -174,7 +174,7 @@ impl<'a> SemanticModel<'a> {
         let mut cur = node.parent();
         while let Some(n) = cur {
             if matches!(n.kind_str(), "function_definition" | "class_definition") {
-                return false;
+                return self.named_for_foreign_framework(n);
             }
             if self.foreign_branch(n, child) {
                 return true;
@@ -183,6 +183,22 @@ impl<'a> SemanticModel<'a> {
             cur = n.parent();
         }
         false
+    }
+
+    /// Whether the function or class `def` is named for another framework
+    /// (`_tensorflow_evaluator`, `KerasWrapper`): a PyTorch project's branch for that
+    /// backend, written as its own function. The short `tf` is left out here: as a
+    /// word of a name it is as often term frequency.
+    fn named_for_foreign_framework(&self, def: Node<'_>) -> bool {
+        def.field("name").is_some_and(|n| {
+            let name = self.text(n);
+            name_words(name).any(|w| {
+                matches!(
+                    w.to_ascii_lowercase().as_str(),
+                    "tensorflow" | "jax" | "flax" | "keras" | "mxnet" | "paddle" | "megengine"
+                )
+            })
+        })
     }
 
     /// Whether `child` is the body of `n`, an `if`/`elif` whose condition names another
@@ -342,6 +358,15 @@ impl<'a> SemanticModel<'a> {
     /// `node` (at `site`), on every path to it: see [`Self::frozen_at`].
     pub fn frozen_before(&self, module: &str, node: Node<'a>, site: Site) -> bool {
         let f = self.function_of(site.scope);
+        if let Some((class, attr)) = f.and_then(|f| {
+            let s = self.scope(f);
+            let attr = module.strip_prefix(s.self_param()?)?.strip_prefix('.')?;
+            Some((s.class?, attr))
+        }) {
+            if self.frozen_attribute(class, attr) {
+                return true;
+            }
+        }
         let at = node.start_byte();
         // The latest switch before the call: (where, turns off, its statement).
         let mut last: Option<(usize, bool, Node<'a>)> = None;
@@ -450,6 +475,73 @@ impl<'a> SemanticModel<'a> {
         false
     }
 
+    /// Whether some method of `class` switches off every parameter of `self.attr`
+    /// (`for p in self.net_id.parameters(): p.requires_grad = False`,
+    /// `self.net_id.requires_grad_(False)`) and none switches one back on: a frozen
+    /// helper network set up once, in `__init__` or a setup method.
+    pub fn frozen_attribute(&self, class: ScopeId, attr: &str) -> bool {
+        self.memo
+            .frozen_attrs
+            .get_or_init(|| {
+                let mut off: FxHashSet<(ScopeId, &'a str)> = FxHashSet::default();
+                let mut on: FxHashSet<(ScopeId, &'a str)> = FxHashSet::default();
+                let mut note = |recv: Node<'a>, site: Site, value: bool| {
+                    if let Some(NameKey::Attr(c, a)) =
+                        self.name_key(unwrap_parens(recv), site.scope)
+                    {
+                        if value {
+                            on.insert((c, a));
+                        } else {
+                            off.insert((c, a));
+                        }
+                    }
+                };
+                for &a in self.grad_attribute_assignments() {
+                    let asg = &self.assignments[a];
+                    let t = unwrap_parens(asg.target);
+                    if t.field("attribute")
+                        .is_none_or(|x| self.text(x) != "requires_grad")
+                    {
+                        continue;
+                    }
+                    let Some(lp) = asg.site.loop_.map(|l| self.loop_(l)) else {
+                        continue;
+                    };
+                    let each = lp.node.field("left").map(|v| self.text(v));
+                    let Some(recv) = lp
+                        .iter
+                        .map(unwrap_parens)
+                        .filter(|it| it.kind_str() == "call")
+                        .and_then(|it| {
+                            let g = it.field("function")?;
+                            (g.field("attribute")
+                                .is_some_and(|m| self.text(m) == "parameters"))
+                            .then_some(g.field("object")?)
+                        })
+                    else {
+                        continue;
+                    };
+                    if each.is_some() && each == t.field("object").map(|o| self.text(o)) {
+                        note(recv, asg.site, self.text(asg.value) != "False");
+                    }
+                }
+                for i in self.calls.ids() {
+                    let k = &self.calls[i];
+                    if let Some((recv, "requires_grad_")) = self.method_call(k) {
+                        let off = self
+                            .positional_args(k.node)
+                            .next()
+                            .or_else(|| self.keyword_arg(k.node, "requires_grad"))
+                            .is_some_and(|a| self.text(a) == "False");
+                        note(recv, k.site, !off);
+                    }
+                }
+                off.retain(|k| !on.contains(k));
+                off
+            })
+            .contains(&(class, attr))
+    }
+
     /// Whether `expr` is a module that froze itself when built: an instance of a class
     /// of this file or of the project that [`Self::freezes_itself`], also through a
     /// same-file factory returning one, a wrapper (`nn.DataParallel(m)`), a move or
@@ -544,4 +636,24 @@ impl<'a> SemanticModel<'a> {
         }
         false
     }
+}
+
+/// The words of an identifier: its `_`-separated parts, each split again before an
+/// upper-case letter that follows a lower-case one (`KerasWrapper` gives `Keras`,
+/// `Wrapper`).
+fn name_words(name: &str) -> impl Iterator<Item = &str> {
+    name.split(|c: char| !c.is_ascii_alphanumeric())
+        .flat_map(|part| {
+            let b = part.as_bytes();
+            let mut cuts = vec![0];
+            cuts.extend(
+                (1..b.len())
+                    .filter(|&i| b[i].is_ascii_uppercase() && b[i - 1].is_ascii_lowercase()),
+            );
+            cuts.push(b.len());
+            (0..cuts.len() - 1)
+                .map(move |k| &part[cuts[k]..cuts[k + 1]])
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+        })
 }

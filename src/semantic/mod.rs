@@ -323,6 +323,13 @@ struct Memos<'a> {
     backward_flow: OnceCell<provenance::BackwardFlow<'a>>,
     /// Bindings whose value is read by `.numpy()` without a detach.
     numpy_reads: OnceCell<FxHashSet<BindingId>>,
+    /// Modules known by what is done with them beyond [`SemanticModel::module_receivers`]
+    /// (see [`SemanticModel::module_args`]): names per function, `self.` attributes
+    /// per class.
+    module_args: OnceCell<provenance::ModuleArgs<'a>>,
+    /// `self.` attributes, per class, that some method of the class freezes and none
+    /// thaws ([`SemanticModel::frozen_attribute`]).
+    frozen_attrs: OnceCell<FxHashSet<(ScopeId, &'a str)>>,
     /// What is grown into each container (`xs.append(v)`): by the binding a local
     /// container resolves to, by key for a `self.` attribute.
     grown: OnceCell<provenance::Grown<'a>>,

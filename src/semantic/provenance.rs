@@ -475,11 +475,10 @@ impl<'a> SemanticModel<'a> {
         {
             return Value::Unknown;
         }
-        // `eval_model.eval()` in this function: whatever the name says, a module.
-        if self
-            .module_receivers
-            .contains(&(self.function_of(site.scope), name))
-        {
+        // `eval_model.eval()` in this function, or handed where a parameter is used
+        // so: whatever the name says, a module.
+        let key = (self.function_of(site.scope), name);
+        if self.module_receivers.contains(&key) || self.module_args().locals.contains(&key) {
             return Value::Module;
         }
         let by_name = name_value(name);
@@ -781,15 +780,19 @@ impl<'a> SemanticModel<'a> {
             return Value::Unknown;
         };
         let attr = self.text(attr);
-        if let Some(NameKey::Attr(..)) = self.name_key(node, site.scope) {
+        if let Some(NameKey::Attr(class, _)) = self.name_key(node, site.scope) {
             let v = match self.resolve(node, site, node.start_byte()) {
                 Some(b) => self.eval_binding(b, d),
                 None => Value::Unknown,
             };
-            return if v == Value::Unknown {
-                name_value(attr)
-            } else {
+            return if v != Value::Unknown {
                 v
+            } else if self.module_args().attrs.contains(&(class, attr)) {
+                // `self.target_qf.parameters()`, or handed to `soft_update`: a module,
+                // whatever it is called.
+                Value::Module
+            } else {
+                name_value(attr)
             };
         }
         if names::is_non_graph_attribute(attr) {
@@ -2351,5 +2354,80 @@ impl<'a> SemanticModel<'a> {
         };
         self.positional_args(call).any(is_int)
             || self.keyword_arg(call, "dtype").is_some_and(is_int)
+    }
+}
+
+/// Modules known by what is done with them: names per enclosing function, `self.`
+/// attributes per class.
+#[derive(Default)]
+pub struct ModuleArgs<'a> {
+    pub locals: FxHashSet<(Option<ScopeId>, &'a str)>,
+    pub attrs: FxHashSet<(ScopeId, &'a str)>,
+}
+
+impl<'a> SemanticModel<'a> {
+    /// The parameters of function `f` (its receiver left out) on which a method only
+    /// modules have is called (`target.parameters()` in a `soft_update(target, source,
+    /// tau)`): what a caller hands there is a module.
+    pub fn module_params(&self, f: ScopeId) -> Vec<u32> {
+        let sc = self.scope(f);
+        let skip = usize::from(sc.self_param().is_some());
+        sc.params
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .filter(|&(_, p)| self.module_receivers.contains(&(Some(f), p)))
+            .map(|(i, _)| (i - skip) as u32)
+            .collect()
+    }
+
+    /// Modules known by what is done with them beyond `name.parameters()` in the same
+    /// function: a `self.` attribute that a module-only method is called on
+    /// (`self.qf.parameters()` in `__init__`), and what is handed to a same-file or
+    /// project function at a parameter it uses so (`soft_update(self.target_qf,
+    /// self.qf, tau)`, `ptu.copy_model_params_from_to(self.qf, self.target_qf)`).
+    pub fn module_args(&self) -> &ModuleArgs<'a> {
+        self.memo.module_args.get_or_init(|| {
+            let mut out = ModuleArgs::default();
+            let mark = |out: &mut ModuleArgs<'a>, a: Node<'a>, site: Site| {
+                let a = unwrap_parens(a);
+                match a.kind_str() {
+                    "identifier" => {
+                        out.locals
+                            .insert((self.function_of(site.scope), self.text(a)));
+                    }
+                    "attribute" => {
+                        if let Some(NameKey::Attr(class, attr)) = self.name_key(a, site.scope) {
+                            out.attrs.insert((class, attr));
+                        }
+                    }
+                    _ => {}
+                }
+            };
+            let facts = self.project();
+            for (i, c) in self.calls.iter_enumerated() {
+                if let Some((recv, method)) = self.method_call(c) {
+                    if recv.kind_str() == "attribute" && names::is_module_only_method(method) {
+                        mark(&mut out, recv, c.site);
+                    }
+                }
+                let positions: Vec<u32> = match self.callees[i] {
+                    Some(g) => self.module_params(g),
+                    None => match (unwrap_parens(c.function).kind_str(), facts) {
+                        ("identifier" | "attribute", Some(facts)) => facts
+                            .module_params(self.text(c.function))
+                            .map(<[u32]>::to_vec)
+                            .unwrap_or_default(),
+                        _ => Vec::new(),
+                    },
+                };
+                for p in positions {
+                    if let Some(a) = self.positional_args(c.node).nth(p as usize) {
+                        mark(&mut out, a, c.site);
+                    }
+                }
+            }
+            out
+        })
     }
 }
