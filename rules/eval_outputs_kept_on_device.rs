@@ -7,7 +7,8 @@ declare_rule! {
     /// loader (under `no_grad` or not), to a list that lives across iterations while
     /// they are still on the accelerator (no `.cpu()`, `.numpy()`, `.tolist()` or
     /// `.item()` on the way in), when the list is concatenated after the loop or handed
-    /// whole to a helper there, in a file that runs on CUDA.
+    /// whole to a helper there, in a file that runs on CUDA (or in a project where some
+    /// file does: a trainer whose `self.device` a base class in another file picks).
     ///
     /// `extend` counts like `append` (a detector's per-image boxes). A tuple of fields
     /// per item (`stats.append((correct, conf, cls))`) counts when a field is on the
@@ -186,7 +187,9 @@ fn check_growth(
     if !on_device {
         return;
     }
-    if !*cuda.get_or_insert_with(|| model.uses_cuda()) {
+    // The file runs on CUDA, or another file of its project does (a base class that
+    // picks the trainer's `self.device`).
+    if !*cuda.get_or_insert_with(|| model.uses_cuda() || model.project().is_some_and(|p| p.project_gpu())) {
         return;
     }
     out.push(Diagnostic {

@@ -247,6 +247,9 @@ pub struct FileFacts {
     /// Whether some file of the project runs on CUDA devices and some file saves
     /// checkpoints: what it saves may hold GPU tensors wherever it is loaded.
     pub project_cuda: bool,
+    /// Whether some file of the project runs on CUDA devices: a trainer whose
+    /// `self.device` a base class in another file picks puts its tensors there.
+    pub project_gpu: bool,
     /// Whether some file of the project trains a model: its datasets feed training.
     pub project_trains: bool,
     /// Whether the project saves model weights, and always from the CPU.
@@ -303,6 +306,7 @@ pub enum FactQuery {
     FrozenImport(String),
     QuietMethod(String),
     ProjectCuda,
+    ProjectGpu,
     ProjectTrains,
     ProjectCpuCheckpoints,
     DetachedForward(String),
@@ -350,6 +354,7 @@ impl FactQuery {
             FactQuery::NoGradDecorator(n) => Answer::Bool(f.no_grad_decorators.contains(n)),
             FactQuery::QuietMethod(n) => Answer::Bool(f.quiet_methods.contains(n)),
             FactQuery::ProjectCuda => Answer::Bool(f.project_cuda),
+            FactQuery::ProjectGpu => Answer::Bool(f.project_gpu),
             FactQuery::ProjectTrains => Answer::Bool(f.project_trains),
             FactQuery::ProjectCpuCheckpoints => Answer::Bool(f.project_cpu_checkpoints),
             FactQuery::DetachedForward(n) => {
@@ -517,6 +522,12 @@ impl<'m> Facts<'m> {
     pub fn project_cuda(&self) -> bool {
         self.ask(|| FactQuery::ProjectCuda);
         self.facts.project_cuda
+    }
+
+    /// Whether some file of the project runs on CUDA devices.
+    pub fn project_gpu(&self) -> bool {
+        self.ask(|| FactQuery::ProjectGpu);
+        self.facts.project_gpu
     }
 
     /// Whether every checkpoint of weights the project writes holds CPU tensors.
@@ -1671,7 +1682,8 @@ impl ProjectIndex {
         // Checkpoints written by a project that runs on CUDA may hold GPU tensors; a
         // project that saves nothing loads weights made elsewhere (a model zoo's, a
         // conversion's), whose device it cannot know.
-        let project_cuda = files.values().any(|s| s.cuda) && files.values().any(|s| s.saves);
+        let project_gpu = files.values().any(|s| s.cuda);
+        let project_cuda = project_gpu && files.values().any(|s| s.saves);
         let project_trains = files.values().any(|s| s.trains);
         // The project's own save helper moves every tensor to the CPU (basicsr's
         // `save_network`), and nothing else it saves holds weights on the device.
@@ -1683,6 +1695,7 @@ impl ProjectIndex {
             let mut f = FileFacts {
                 torch: torch[p.as_path()],
                 project_cuda,
+                project_gpu,
                 project_trains,
                 project_cpu_checkpoints,
                 detached_methods: detached_methods.clone(),
