@@ -929,8 +929,38 @@ fn computed_into_detached_read<'a>(model: &SemanticModel<'a>, mut x: Node<'a>, s
         if x.kind_str() == "call" && x.field("function").is_some_and(|f| names::is_logging_sink(callee_name(model, f))) {
             return true;
         }
+        // Handed to a project helper whose result carries no graph and that
+        // backpropagates none of its arguments (`ptu.get_numpy(q_target)`).
+        if x.kind_str() == "call" && detaching_helper(model, x) && model.value(x, site) == Value::Detached {
+            return true;
+        }
     }
     false
+}
+
+/// Whether call `x` is of a helper of the project that returns detached values and
+/// backpropagates none of its arguments: a same-file function, or a function imported
+/// from a project file (by name, or through its module: `ptu.get_numpy`).
+fn detaching_helper(model: &SemanticModel<'_>, x: Node<'_>) -> bool {
+    let Some(i) = model.call_index(x) else { return false };
+    match model.callee(i) {
+        Some(g) => model.scope(g).class.is_none() && model.backward_params(g).is_empty(),
+        None => {
+            let f = unwrap_parens(model.calls[i].function);
+            let name = model.text(f);
+            let imported = match f.kind_str() {
+                "identifier" => Some(f),
+                "attribute" => f.field("object").filter(|o| o.kind_str() == "identifier"),
+                _ => None,
+            }
+            .and_then(|n| model.binding_of(n, model.calls[i].site))
+            .is_some_and(|b| b.kind == crate::semantic::BindingKind::Import);
+            imported
+                && model
+                    .project()
+                    .is_some_and(|p| p.detached_import(name) && p.backward_params(name).is_none())
+        }
+    }
 }
 
 /// The name a call's function ends in: `save_image` in `vutils.save_image`.

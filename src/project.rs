@@ -1745,13 +1745,16 @@ impl ProjectIndex {
                         let ts = &files[&file];
                         f.module_imports
                             .extend(ts.module_classes.iter().map(qualify));
-                        for g in ts
-                            .functions
-                            .iter()
-                            .filter(|g| !g.method && !g.module_params.is_empty())
-                        {
-                            f.module_param_imports
-                                .insert(qualify(&g.name), g.module_params.clone());
+                        for g in ts.functions.iter().filter(|g| !g.method) {
+                            if !g.module_params.is_empty() {
+                                f.module_param_imports
+                                    .insert(qualify(&g.name), g.module_params.clone());
+                            }
+                            // `ptu.get_numpy(q)`: a helper of the imported module
+                            // returning a detached value.
+                            if g.returns_detached {
+                                f.detached_imports.insert(qualify(&g.name));
+                            }
                         }
                         f.frozen_imports
                             .extend(ts.frozen_classes.iter().map(qualify));

@@ -914,6 +914,17 @@ impl<'a> SemanticModel<'a> {
                 // A tensor reduction is the tensor's own unless the receiver is an
                 // instance of a class of this file (`loss.mean()` beside a project's
                 // `MeanBuffer.mean`).
+                // `ptu.get_numpy(x)`: a function of an imported project module.
+                "attribute"
+                    if func.field("object").is_some_and(|o| {
+                        o.kind_str() == "identifier"
+                            && self
+                                .resolve(o, site, o.start_byte())
+                                .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
+                    }) && p.detached_import(self.text(func)) =>
+                {
+                    true
+                }
                 "attribute" => {
                     self.resolve(func, site, func.start_byte()).is_none()
                         && func.field("attribute").is_some_and(|a| {
