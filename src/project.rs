@@ -1971,11 +1971,19 @@ impl Resolver<'_> {
             }
             vec![b]
         } else {
-            vec![
-                dir.to_path_buf(),
-                self.root.to_path_buf(),
-                self.root.join("src"),
-            ]
+            // The importing folder, then each folder above it inside the project: a
+            // project vendored in a subfolder (`yolov5-master/classify/val.py` importing
+            // `utils.general`) puts its own root on `sys.path`.
+            let mut b: Vec<PathBuf> = dir
+                .ancestors()
+                .take_while(|a| {
+                    a.starts_with(&self.root) && *a != AsRef::<Path>::as_ref(&self.root)
+                })
+                .map(Path::to_path_buf)
+                .collect();
+            b.push(self.root.to_path_buf());
+            b.push(self.root.join("src"));
+            b
         };
         for base in bases {
             let mut p = base;
