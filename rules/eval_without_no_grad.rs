@@ -27,7 +27,14 @@ declare_rule! {
     /// that runs the model is a region of its own (the test loop, then a figure drawn
     /// example by example), and a call into a helper already reported is not reported
     /// again. The model is recognised by what is done with it (`extractor.eval()`,
-    /// `net.parameters()`), not only by its name. A file named or placed like a
+    /// `self.qf.parameters()`, or handed to a project helper that uses it so:
+    /// `soft_update(self.target_qf, self.qf, tau)`), not only by its name; a value handed
+    /// to a project helper that returns it detached (`ptu.get_numpy(q)`) is a detached
+    /// read. A branch whose values a later backward reads (the mixed-precision branch of
+    /// a step) is training, not a preview. Calls made by a method whose every call in the
+    /// project runs under `no_grad` run there too (a base task's `evaluation` calling
+    /// `self.valid_step`), and functions named for another framework
+    /// (`_tensorflow_evaluator`) are not PyTorch code. A file named or placed like a
     /// test module (`*_test.py`, `tests.py`, under `tests/`) is skipped only when it
     /// holds test cases (`test_*` functions or methods, `Test*` classes, a pytest or
     /// unittest import).

@@ -1976,9 +1976,7 @@ impl Resolver<'_> {
             // `utils.general`) puts its own root on `sys.path`.
             let mut b: Vec<PathBuf> = dir
                 .ancestors()
-                .take_while(|a| {
-                    a.starts_with(&self.root) && *a != AsRef::<Path>::as_ref(&self.root)
-                })
+                .take_while(|a| a.starts_with(self.root) && *a != self.root)
                 .map(Path::to_path_buf)
                 .collect();
             b.push(self.root.to_path_buf());
