@@ -1033,11 +1033,27 @@ fn feeds_later_backward<'a>(model: &SemanticModel<'a>, b: Node<'a>, body: Node<'
     let mut bound: Vec<&str> = Vec::new();
     let mut stack = vec![b];
     while let Some(n) = stack.pop() {
-        if n.kind_str() == "identifier" && is_assignment_target(n) && !bound.contains(&model.text(n)) {
-            bound.push(model.text(n));
-        }
         let mut w = n.walk();
-        stack.extend(n.named_children(&mut w));
+        if n.kind_str() == "assignment" {
+            // Only the names it binds: its left side, unpacked.
+            let mut left: Vec<Node<'a>> = n.field("left").into_iter().collect();
+            while let Some(t) = left.pop() {
+                match t.kind_str() {
+                    "identifier" if !bound.contains(&model.text(t)) => bound.push(model.text(t)),
+                    "pattern_list" | "tuple_pattern" | "list_pattern" => {
+                        let mut tw = t.walk();
+                        left.extend(t.named_children(&mut tw));
+                    }
+                    _ => {}
+                }
+            }
+            stack.extend(n.field("right"));
+            continue;
+        }
+        // Expressions bind nothing (a walrus aside); statements and blocks may.
+        if n.kind_str().ends_with("statement") || matches!(n.kind_str(), "block" | "else_clause" | "elif_clause" | "with_clause" | "expression_statement") {
+            stack.extend(n.named_children(&mut w));
+        }
     }
     grad_calls.iter().any(|&g| {
         let call = model.calls[g].node;
