@@ -407,19 +407,7 @@ impl<'a> SemanticModel<'a> {
                 );
             }
         }
-        // Collected once per file: asked for every forward of an evaluation region.
-        let toggles = self.memo.grad_toggles.get_or_init(|| {
-            self.calls
-                .ids()
-                .filter(|&i| {
-                    matches!(
-                        self.method_call(&self.calls[i]),
-                        Some((_, "requires_grad_"))
-                    )
-                })
-                .collect()
-        });
-        for &t in toggles {
+        for &t in self.grad_toggle_calls() {
             let k = &self.calls[t];
             if self.function_of(k.site.scope) != f {
                 continue;
@@ -437,11 +425,7 @@ impl<'a> SemanticModel<'a> {
                     recv = unwrap_parens(inner);
                 }
                 if self.text(recv) == module {
-                    let off = self
-                        .positional_args(k.node)
-                        .next()
-                        .or_else(|| self.keyword_arg(k.node, "requires_grad"))
-                        .is_some_and(|a| self.text(a) == "False");
+                    let off = self.switches_grad_off(k.node);
                     let mut stmt = k.node;
                     while let Some(p) = stmt.parent().filter(|_| {
                         !matches!(stmt.kind_str(), "expression_statement" | "assignment")
@@ -473,6 +457,30 @@ impl<'a> SemanticModel<'a> {
             stmt = lp;
         }
         false
+    }
+
+    /// The `x.requires_grad_(...)` calls of the file, collected once: asked for every
+    /// forward of an evaluation region.
+    fn grad_toggle_calls(&self) -> &[CallId] {
+        self.memo.grad_toggles.get_or_init(|| {
+            self.calls
+                .ids()
+                .filter(|&i| {
+                    matches!(
+                        self.method_call(&self.calls[i]),
+                        Some((_, "requires_grad_"))
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// Whether a `requires_grad_(...)` call switches gradients off (`False`).
+    fn switches_grad_off(&self, call: Node<'_>) -> bool {
+        self.positional_args(call)
+            .next()
+            .or_else(|| self.keyword_arg(call, "requires_grad"))
+            .is_some_and(|a| self.text(a) == "False")
     }
 
     /// Whether some method of `class` switches off every parameter of `self.attr`
@@ -525,15 +533,10 @@ impl<'a> SemanticModel<'a> {
                         note(recv, asg.site, self.text(asg.value) != "False");
                     }
                 }
-                for i in self.calls.ids() {
+                for &i in self.grad_toggle_calls() {
                     let k = &self.calls[i];
-                    if let Some((recv, "requires_grad_")) = self.method_call(k) {
-                        let off = self
-                            .positional_args(k.node)
-                            .next()
-                            .or_else(|| self.keyword_arg(k.node, "requires_grad"))
-                            .is_some_and(|a| self.text(a) == "False");
-                        note(recv, k.site, !off);
+                    if let Some((recv, _)) = self.method_call(k) {
+                        note(recv, k.site, !self.switches_grad_off(k.node));
                     }
                 }
                 off.retain(|k| !on.contains(k));

@@ -2040,23 +2040,14 @@ impl<'a> SemanticModel<'a> {
     /// (for the project index: what a call from another file hands to a backward).
     pub fn backward_params(&self, f: ScopeId) -> Vec<u32> {
         let flow = self.backward_flow();
-        let sc = self.scope(f);
-        let skip = usize::from(sc.self_param().is_some());
-        sc.params
-            .iter()
-            .enumerate()
-            .skip(skip)
-            .filter(|&(_, p)| {
-                self.names
-                    .get(&NameKey::Local(f, p))
-                    .and_then(|bs| bs.first())
-                    .is_some_and(|b| {
-                        self.bindings[*b].kind == BindingKind::Parameter
-                            && flow.bindings.contains(b)
-                    })
-            })
-            .map(|(i, _)| (i - skip) as u32)
-            .collect()
+        self.params_where(f, |p| {
+            self.names
+                .get(&NameKey::Local(f, p))
+                .and_then(|bs| bs.first())
+                .is_some_and(|b| {
+                    self.bindings[*b].kind == BindingKind::Parameter && flow.bindings.contains(b)
+                })
+        })
     }
 
     /// Whether the value of `expr` (a name or `self.` attribute at `site`) is later
@@ -2381,13 +2372,18 @@ impl<'a> SemanticModel<'a> {
     /// modules have is called (`target.parameters()` in a `soft_update(target, source,
     /// tau)`): what a caller hands there is a module.
     pub fn module_params(&self, f: ScopeId) -> Vec<u32> {
+        self.params_where(f, |p| self.module_receivers.contains(&(Some(f), p)))
+    }
+
+    /// Positions (the receiver left out) of the parameters of `f` that `keep` accepts.
+    fn params_where(&self, f: ScopeId, keep: impl Fn(&'a str) -> bool) -> Vec<u32> {
         let sc = self.scope(f);
         let skip = usize::from(sc.self_param().is_some());
         sc.params
             .iter()
             .enumerate()
             .skip(skip)
-            .filter(|&(_, p)| self.module_receivers.contains(&(Some(f), p)))
+            .filter(|&(_, p)| keep(p))
             .map(|(i, _)| (i - skip) as u32)
             .collect()
     }
