@@ -22,7 +22,10 @@ declare_rule! {
     /// containers created fresh in the same iteration, containers that are later
     /// backpropagated (`torch.stack(losses).sum().backward()`), and objects of another
     /// package's class whose `append` is that library's (MONAI's `CumulativeAverage`
-    /// detaches what it is given).
+    /// detaches what it is given), and code in which nothing can require grad: a
+    /// from-scratch network on plain tensors with hand-written gradients, in a file
+    /// that creates no trainable tensor or model and imports none (a helper that calls
+    /// a model it is handed still counts).
     ///
     /// ## Example
     /// ```python

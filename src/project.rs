@@ -596,8 +596,9 @@ pub(crate) const FOREIGN: &[&str] = &[
     "megengine",
 ];
 
-/// Libraries that carry no autograd graph.
-const PLAIN: &[&str] = &[
+/// Libraries that carry no autograd graph: arrays, tables, plots, images, notebook
+/// display, graphs of nodes, configuration files.
+pub(crate) const PLAIN: &[&str] = &[
     "numpy",
     "matplotlib",
     "pandas",
@@ -607,6 +608,17 @@ const PLAIN: &[&str] = &[
     "tqdm",
     "PIL",
     "cv2",
+    "IPython",
+    "ipywidgets",
+    "seaborn",
+    "plotly",
+    "networkx",
+    "sympy",
+    "yaml",
+    "h5py",
+    "imageio",
+    "skimage",
+    "tabulate",
 ];
 
 /// Whether a file with imports of these top-level packages (`.` for a relative import)
@@ -774,6 +786,7 @@ pub fn summarize_text(text: &str) -> Option<FileSummary> {
 
 /// The summary of a built model.
 pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
+    model.begin_summary();
     let mut s = FileSummary::default();
     // The builder enters every import outside plain strings; the summary keeps the
     // imports of ordinary code only (none inside a string, another import, or below an

@@ -215,10 +215,6 @@ impl<'a> SemanticModel<'a> {
         false
     }
 
-    /// Whether the file is PyTorch code: the project says so through its imports;
-    /// alone, a file that imports another array framework and no PyTorch package is
-    /// not, and neither is one whose imports are all of the standard library or of
-    /// NumPy-like libraries. A file with no import at all is given the benefit.
     /// Whether the file imports another array framework (JAX, TensorFlow, ...), beside
     /// PyTorch or not.
     pub fn imports_foreign_framework(&self) -> bool {
@@ -228,6 +224,10 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// Whether the file is PyTorch code: the project says so through its imports;
+    /// alone, a file that imports another array framework and no PyTorch package is
+    /// not, and neither is one whose imports are all of the standard library or of
+    /// NumPy-like libraries. A file with no import at all is given the benefit.
     pub fn is_torch_code(&self) -> bool {
         if let Some(p) = self.project() {
             return p.torch();
@@ -659,4 +659,172 @@ fn name_words(name: &str) -> impl Iterator<Item = &str> {
                 .filter(|w| !w.is_empty())
                 .collect::<Vec<_>>()
         })
+}
+
+/// Names of the PyTorch API through which a tensor that requires grad comes to exist:
+/// set by hand (`requires_grad`, `nn.Parameter`, the old `Variable`), held by a model
+/// (`optim`, `models`, `hub`, `jit`, `from_pretrained`, `parameters()`, `state_dict`),
+/// or derived by `autograd`. `nn.<anything but functional>` is read apart.
+const GRAD_LEAF_NAMES: &[&str] = &[
+    "requires_grad",
+    "requires_grad_",
+    "Parameter",
+    "ParameterList",
+    "ParameterDict",
+    "Variable",
+    "optim",
+    "models",
+    "hub",
+    "jit",
+    "autograd",
+    "from_pretrained",
+    "create_model",
+    "parameters",
+    "named_parameters",
+    "state_dict",
+    "load_state_dict",
+];
+
+impl<'a> SemanticModel<'a> {
+    /// Whether nothing the code at `site` runs can require grad, so no value there
+    /// carries an autograd graph: the file creates no tensor that requires grad and no
+    /// model (no name of [`GRAD_LEAF_NAMES`], no `nn.` layer, no `torch.load`), imports
+    /// nothing beyond PyTorch's core packages, plain libraries and the standard
+    /// library (a project module could hand it a model), and neither does the function
+    /// `site` is in (or one around it) take a model from outside: no other project
+    /// file calls it, and it calls none of its parameters that are not known to be
+    /// instances of a plain class of the file. A from-scratch
+    /// network on plain tensors with hand-written gradients, as lecture notebooks
+    /// build one, or a NumPy exercise beside PyTorch notebooks.
+    pub fn graph_free_at(&self, site: Site) -> bool {
+        if !self.creates_no_grad_leaf() {
+            return false;
+        }
+        let mut scope = Some(site.scope);
+        while let Some(f) = scope.and_then(|s| self.function_of(s)) {
+            if self.calls_through_parameter(f) {
+                return false;
+            }
+            // While the project's file summaries are made, a function's callers in
+            // other files are not known, and what it returns is what those files are
+            // told. A file linted alone has no other files.
+            let Some(p) = self.project() else {
+                if self.memo.summarizing.get() {
+                    return false;
+                }
+                scope = self.scope(f).parent;
+                continue;
+            };
+            let name =
+                crate::project::qualname(self, f).or_else(|| crate::project::closure_name(self, f));
+            if name.is_some_and(|n| p.external_caller(&n).is_some()) {
+                return false;
+            }
+            scope = self.scope(f).parent;
+        }
+        true
+    }
+
+    /// Whether function `f` runs a model that comes from outside the file: it calls a
+    /// value known as a module (`self.model(x)` on what the constructor was handed), or
+    /// one of its parameters, directly or through a method (`model(x)`,
+    /// `net.forward(x)`), unless its same-file callers all bind that parameter to an
+    /// instance of a plain class of the file (a star import hides callers in other
+    /// files).
+    fn calls_through_parameter(&self, f: ScopeId) -> bool {
+        self.calls.iter().any(|c| {
+            if self.function_of(c.site.scope) != Some(f) {
+                return false;
+            }
+            let direct = c.function.kind_str() != "attribute";
+            let receiver = c.function.field("object");
+            // `self.net(x)`: what the attribute holds is the callee, unless the class
+            // has a method of that name.
+            if let (Some(o), Some(a)) = (receiver, c.function.field("attribute")) {
+                if o.kind_str() == "identifier"
+                    && self.text(o) == "self"
+                    && self.methods_named(self.text(a)).is_empty()
+                    && !matches!(self.eval(c.function, c.site, 0), Value::Instance(_))
+                {
+                    return true;
+                }
+            }
+            let callee = if direct { Some(c.function) } else { receiver };
+            let Some(callee) = callee else {
+                return false;
+            };
+            let value = self.eval(callee, c.site, 0);
+            if value == Value::Module {
+                return true;
+            }
+            if callee.kind_str() != "identifier" {
+                return false;
+            }
+            let Some(b) = self.resolve(callee, c.site, callee.start_byte()) else {
+                return false;
+            };
+            let bd = &self.bindings[b];
+            // `targets.size(0)`: a method of what is not known as a model.
+            bd.kind == BindingKind::Parameter
+                && bd.owner == f
+                && self.scope(f).self_param() != Some(bd.name)
+                && direct
+                && !matches!(value, Value::Instance(_))
+        })
+    }
+
+    /// The file-level half of [`SemanticModel::graph_free_at`], memoised.
+    fn creates_no_grad_leaf(&self) -> bool {
+        *self.memo.no_grad_leaf.get_or_init(|| {
+            let allowed_import = |q: &QualName<'_>| {
+                let segs = q.segments();
+                let Some(&top) = segs.first() else {
+                    return false;
+                };
+                let core = matches!(top, "torch" | "torchvision" | "torchaudio" | "torchtext");
+                (core || crate::project::PLAIN.contains(&top) || crate::stdlib::is_stdlib(top))
+                    && !segs.iter().any(|s| GRAD_LEAF_NAMES.contains(s))
+                    && !segs
+                        .windows(2)
+                        .any(|w| w[0] == "nn" && w[1] != "functional")
+            };
+            if !self.imports.values().all(allowed_import) {
+                return false;
+            }
+            let torch_alias = |n: Node<'_>| {
+                n.kind_str() == "identifier"
+                    && self
+                        .imports
+                        .get(self.text(n))
+                        .is_some_and(|q| q.segments() == ["torch"])
+            };
+            if GRAD_LEAF_NAMES
+                .iter()
+                .any(|n| !self.identifiers_in(n, 0..self.source.len()).is_empty())
+            {
+                return false;
+            }
+            let mut cursor = self.root.walk();
+            let mut stack = vec![self.root];
+            while let Some(n) = stack.pop() {
+                match n.kind_str() {
+                    "attribute" => {
+                        if let (Some(o), Some(a)) = (n.field("object"), n.field("attribute")) {
+                            let attr = self.text(a);
+                            let obj = self.text(o);
+                            let nn = obj == "nn" || obj.ends_with(".nn");
+                            if (nn && attr != "functional") || (attr == "load" && torch_alias(o)) {
+                                return false;
+                            }
+                        }
+                    }
+                    // Text says nothing about code.
+                    "string" | "comment" => continue,
+                    _ => {}
+                }
+                stack.extend(n.children(&mut cursor));
+            }
+            true
+        })
+    }
 }

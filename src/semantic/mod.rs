@@ -309,6 +309,11 @@ struct Memos<'a> {
     step_loops: RefCell<IndexVec<LoopId, Option<bool>>>,
     /// Assignments to `.grad`/`.requires_grad` attributes.
     grad_stores: OnceCell<Vec<AssignId>>,
+    /// Whether the file creates no tensor that requires grad ([`grad`]).
+    no_grad_leaf: OnceCell<bool>,
+    /// Set while the file's summary for the project is made: what a function returns
+    /// is then told to other files whose calls are not known yet.
+    summarizing: Cell<bool>,
     /// Bindings of tensors made trainable by hand ([`raw`]).
     raw_trainable: OnceCell<FxHashSet<BindingId>>,
     /// Whether a binding's value computes on one.
@@ -403,6 +408,12 @@ impl<'a> SemanticModel<'a> {
     pub fn set_project(&mut self, facts: std::sync::Arc<crate::project::FileFacts>) {
         self.memo = Memos::sized(self);
         self.project = Some(facts);
+    }
+
+    /// Marks the model as making the file's project summary (see
+    /// [`SemanticModel::set_project`], which ends that).
+    pub fn begin_summary(&self) {
+        self.memo.summarizing.set(true);
     }
 
     /// Starts recording every question asked of the project facts

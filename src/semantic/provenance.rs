@@ -423,8 +423,9 @@ impl<'a> SemanticModel<'a> {
 
     /// A graph-producing operation at `site`: a graph where grad is on, nothing where it is off.
     fn produce(&self, origin: Origin, site: Site) -> Value {
-        // JAX, TensorFlow or plain NumPy code builds no autograd graph.
-        if !self.is_torch_code() {
+        // JAX, TensorFlow or plain NumPy code builds no autograd graph, nor does code
+        // where nothing requires grad.
+        if !self.is_torch_code() || self.graph_free_at(site) {
             return Value::Detached;
         }
         match self.grad_mode(site) {
