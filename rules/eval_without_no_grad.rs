@@ -59,7 +59,11 @@ declare_rule! {
     /// itself in `__init__`), a `with` that picks `no_grad()` or a null context at run
     /// time, functions that want gradients (`.backward()`,
     /// `torch.autograd.grad`, `requires_grad_()`: saliency maps, adversarial examples,
-    /// test-time training), and pytest `test_*` functions.
+    /// test-time training), pytest `test_*` functions, and demos of an untrained model:
+    /// a layer or model of the file built just before (no weights loaded, not trained
+    /// yet) run outside any loop on a tensor made up on the spot (`torch.randn(...)`),
+    /// as notebooks show an output shape before training. The same model run on test
+    /// data before training is still reported.
     ///
     /// ## Example
     /// ```python
@@ -455,6 +459,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && !wants_grad_here(model, &exempting, i)
                     && !model.frozen_at(i)
                     && !smoke_test(i)
+                    && !model.untrained_at(i)
                     // The TensorFlow branch of a pipeline (`if self.framework == "tf":`).
                     && !model.foreign_framework_site(c.node)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))

@@ -788,7 +788,11 @@ impl<'a> SemanticModel<'a> {
                         .windows(2)
                         .any(|w| w[0] == "nn" && w[1] != "functional")
             };
-            if !self.imports.values().all(allowed_import) {
+            // A snippet without imports is given the benefit of being PyTorch code
+            // whose models come from elsewhere.
+            if !self.imports.values().any(|q| q.first() == Some("torch"))
+                || !self.imports.values().all(allowed_import)
+            {
                 return false;
             }
             let torch_alias = |n: Node<'_>| {
@@ -826,5 +830,246 @@ impl<'a> SemanticModel<'a> {
             }
             true
         })
+    }
+}
+
+impl<'a> SemanticModel<'a> {
+    /// Whether call `i` runs a model built just before it that nothing has trained or
+    /// loaded yet: `net = Net()` (a module class of the file, or an `nn` layer, with no
+    /// pretrained-weights argument), fed a tensor made up on the spot, then `net(x)` in the same
+    /// function or cell sequence, outside any loop, with nothing in between that hands
+    /// `net` to a call, loads or fits anything, runs a function of the file (which may
+    /// train `net` as a global), or backpropagates. What a notebook does to show a
+    /// layer's output shape before training: no trained model is evaluated, and the
+    /// one graph is dropped with its output.
+    pub fn untrained_at(&self, i: CallId) -> bool {
+        let c = &self.calls[i];
+        if c.site.loop_.is_some() {
+            return false;
+        }
+        let func = unwrap_parens(c.function);
+        let recv = match func.kind_str() {
+            "identifier" => func,
+            "attribute" => match func.field("object") {
+                Some(o) => unwrap_parens(o),
+                None => return false,
+            },
+            _ => return false,
+        };
+        if recv.kind_str() != "identifier" {
+            return false;
+        }
+        let Some(b) = self.resolve(recv, c.site, recv.start_byte()) else {
+            return false;
+        };
+        let bd = &self.bindings[b];
+        if bd.kind != BindingKind::Assign || bd.index.is_some() {
+            return false;
+        }
+        let Some(value) = bd.value else { return false };
+        let f = self.function_of(c.site.scope);
+        if self.function_of(bd.site.scope) != f || !self.builds_fresh_module(value) {
+            return false;
+        }
+        // Random or hand-written input: a demo. A batch of the test set through an
+        // untrained model is the evaluation a tutorial shows before training.
+        let mut args = self.positional_args(c.node).peekable();
+        if args.peek().is_none() || !args.all(|a| self.fresh_tensor(a, c.site, 0)) {
+            return false;
+        }
+        let name = bd.name;
+        let (from, to) = (value.end_byte(), c.node.start_byte());
+        !self.calls.iter_enumerated().any(|(j, o)| {
+            let at = o.node.start_byte();
+            if at < from || at >= to {
+                return false;
+            }
+            if self.callee(j).is_some() {
+                return true;
+            }
+            let method = match unwrap_parens(o.function).kind_str() {
+                "attribute" => o.function.field("attribute").map_or("", |a| self.text(a)),
+                _ => self.text(o.function),
+            };
+            if matches!(method, "backward" | "step" | "fit" | "train_model")
+                || method.contains("load")
+            {
+                return true;
+            }
+            // `train(net, loader)`, `opt = SGD(net.parameters())` is fine until a step.
+            self.positional_args(o.node)
+                .chain(o.arguments.into_iter().flat_map(|a| {
+                    let mut cur = a.walk();
+                    a.named_children(&mut cur)
+                        .filter(|k| k.kind_str() == "keyword_argument")
+                        .filter_map(|k| k.field("value"))
+                        .collect::<Vec<_>>()
+                }))
+                .any(|a| self.text(unwrap_parens(a)) == name)
+        })
+    }
+
+    /// Whether `value` builds a new module with fresh weights: `Net(...)` of a module
+    /// class of the file whose constructor loads nothing, or an `nn` layer, optionally followed by placement and mode switches (`.to(device)`,
+    /// `.eval()`); none given a pretrained-weights or checkpoint argument.
+    fn builds_fresh_module(&self, value: Node<'a>) -> bool {
+        let mut v = unwrap_parens(value);
+        // `Net().to(device).eval()`
+        while v.kind_str() == "call" {
+            let Some(g) = v.field("function") else {
+                return false;
+            };
+            if g.kind_str() == "attribute"
+                && g.field("attribute").is_some_and(|a| {
+                    matches!(
+                        self.text(a),
+                        "to" | "cuda" | "cpu" | "eval" | "train" | "float" | "double" | "half"
+                    )
+                })
+            {
+                match g.field("object") {
+                    Some(o) => v = unwrap_parens(o),
+                    None => return false,
+                }
+                continue;
+            }
+            break;
+        }
+        if v.kind_str() != "call" {
+            return false;
+        }
+        let has_weights_arg = v.field("arguments").is_some_and(|a| {
+            let mut cur = a.walk();
+            let found = a.named_children(&mut cur).any(|k| {
+                k.kind_str() == "keyword_argument"
+                    && k.field("name").is_some_and(|n| {
+                        let n = self.text(n).to_ascii_lowercase();
+                        n.contains("pretrain")
+                            || n.contains("weight")
+                            || n.contains("ckpt")
+                            || n.contains("checkpoint")
+                            || n.contains("path")
+                    })
+            });
+            found
+        });
+        if has_weights_arg {
+            return false;
+        }
+        let Some(g) = v.field("function") else {
+            return false;
+        };
+        match g.kind_str() {
+            "identifier" => {
+                let name = self.text(g);
+                if let Some(&class) = self.classes.get(name) {
+                    let loads = self.calls.iter_enumerated().any(|(j, o)| {
+                        self.class_of_call(j) == Some(class)
+                            && self.text(o.function).contains("load")
+                    });
+                    return self.is_module_class(class) && !loads;
+                }
+                if self.imports.get(name).is_some_and(|q| {
+                    q.segments().len() == 3 && q.segments()[..2] == ["torch", "nn"]
+                }) {
+                    return true;
+                }
+                // A class of another file may load weights in its constructor.
+                false
+            }
+            "attribute" => g.field("object").is_some_and(|o| {
+                let o = self.text(o);
+                o == "nn" || o.ends_with(".nn")
+            }),
+            _ => false,
+        }
+    }
+
+    /// The class whose method (or nested function) makes call `j`.
+    fn class_of_call(&self, j: CallId) -> Option<ScopeId> {
+        let f = self.function_of(self.calls[j].site.scope)?;
+        self.class_of(f)
+    }
+
+    /// Whether `e` is a tensor made up on the spot: `torch.randn(...)`, `torch.tensor([...])`
+    /// and the other constructors of `torch`, through reshaping and placement
+    /// (`.unsqueeze(0)`, `.to(device)`, indexing) and names bound to one.
+    fn fresh_tensor(&self, e: Node<'a>, site: Site, depth: u32) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let e = unwrap_parens(e);
+        match e.kind_str() {
+            "subscript" => e
+                .field("value")
+                .is_some_and(|v| self.fresh_tensor(v, site, depth + 1)),
+            "identifier" => {
+                let Some(b) = self.resolve(e, site, e.start_byte()) else {
+                    return false;
+                };
+                let bd = &self.bindings[b];
+                bd.kind == BindingKind::Assign
+                    && bd.index.is_none()
+                    && bd
+                        .value
+                        .is_some_and(|v| self.fresh_tensor(v, bd.site, depth + 1))
+            }
+            "call" => {
+                let Some(g) = e.field("function") else {
+                    return false;
+                };
+                if g.kind_str() != "attribute" {
+                    return false;
+                }
+                let (Some(o), Some(a)) = (g.field("object"), g.field("attribute")) else {
+                    return false;
+                };
+                let m = self.text(a);
+                let torch = o.kind_str() == "identifier"
+                    && self
+                        .imports
+                        .get(self.text(o))
+                        .is_some_and(|q| q.segments() == ["torch"]);
+                if torch {
+                    return matches!(
+                        m,
+                        "randn"
+                            | "rand"
+                            | "randint"
+                            | "randn_like"
+                            | "rand_like"
+                            | "zeros"
+                            | "ones"
+                            | "empty"
+                            | "full"
+                            | "arange"
+                            | "linspace"
+                            | "tensor"
+                            | "Tensor"
+                            | "FloatTensor"
+                            | "LongTensor"
+                            | "eye"
+                    );
+                }
+                matches!(
+                    m,
+                    "to" | "cuda"
+                        | "cpu"
+                        | "float"
+                        | "double"
+                        | "half"
+                        | "long"
+                        | "unsqueeze"
+                        | "view"
+                        | "reshape"
+                        | "permute"
+                        | "transpose"
+                        | "expand"
+                        | "repeat"
+                        | "contiguous"
+                ) && self.fresh_tensor(o, site, depth + 1)
+            }
+            _ => false,
+        }
     }
 }
