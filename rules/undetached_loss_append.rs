@@ -107,9 +107,12 @@ fn check(model: &SemanticModel<'_>, _cx: &Context<'_>, out: &mut Vec<Diagnostic>
         match (a.op, target.kind_str()) {
             // `history[step] = loss`
             // A constant key (`logs["d_loss"] = d_loss`) is overwritten each step: it
-            // keeps one graph, no more than the local does. A key that varies per
-            // iteration (`memory[:, t] = h`) grows what is kept.
-            (AssignOp::Plain, "subscript") if !constant_key(target) => {
+            // keeps one graph, no more than the local does, and so is a key that varies
+            // only over a loop of one call (`self.outputs[f"conv{i}"]` over layers). A
+            // key that varies per iteration (`memory[:, t] = h`) grows what is kept.
+            (AssignOp::Plain, "subscript")
+                if !constant_key(target) && !model.key_rewritten_each_call(target, a.site) =>
+            {
                 if let Some(container) = target.field("value") {
                     report(model, container, model.text(container), a.value, a.node, a.site, out);
                 }

@@ -697,7 +697,7 @@ impl<'a> SemanticModel<'a> {
     /// network on plain tensors with hand-written gradients, as lecture notebooks
     /// build one, or a NumPy exercise beside PyTorch notebooks.
     pub fn graph_free_at(&self, site: Site) -> bool {
-        if !self.creates_no_grad_leaf() {
+        if !self.creates_no_grad_leaf() || self.calls_outside_model() {
             return false;
         }
         let mut scope = Some(site.scope);
@@ -771,6 +771,40 @@ impl<'a> SemanticModel<'a> {
                 && direct
                 && !matches!(value, Value::Instance(_))
         })
+    }
+
+    /// Whether some call of the file, at any level, runs a value known as a module, or
+    /// backpropagates what is not a plain object of the file (`loss.backward()` in a
+    /// notebook whose model comes from a cell not in the file).
+    fn calls_outside_model(&self) -> bool {
+        match self.memo.calls_module.get() {
+            Some(Some(v)) => return v,
+            // Asked again while deciding (a value evaluated below asks for the grad
+            // mode it is produced in): not free, as before this fact.
+            Some(None) => return true,
+            None => {}
+        }
+        self.memo.calls_module.set(Some(None));
+        let v = self.calls.iter().any(|c| {
+            let callee = match c.function.kind_str() {
+                "attribute" => c.function.field("object"),
+                _ => Some(c.function),
+            };
+            callee.is_some_and(|n| match self.eval(n, c.site, 0) {
+                Value::Module => true,
+                // `loss.backward()` on what is not a plain object of the file: the file
+                // expects graphs, made by models it does not show.
+                Value::Instance(_) => false,
+                _ => {
+                    c.function.kind_str() == "attribute"
+                        && c.function
+                            .field("attribute")
+                            .is_some_and(|a| self.text(a) == "backward")
+                }
+            })
+        });
+        self.memo.calls_module.set(Some(Some(v)));
+        v
     }
 
     /// The file-level half of [`SemanticModel::graph_free_at`], memoised.

@@ -408,4 +408,70 @@ impl<'a> SemanticModel<'a> {
             }
         }
     }
+
+    /// Whether the keys of the subscript store `target` (`self.outputs[f"conv{i}"] = h`
+    /// in a loop over layers) vary only with the targets of loops that are not steps
+    /// (see [`Self::is_step_loop`]): every call writes the same keys again, so the
+    /// container keeps one call's values, as a constant key does. A key from a step
+    /// loop (`history[epoch] = loss`) or from anything else varies per step.
+    pub fn key_rewritten_each_call(&self, target: Node<'a>, site: Site) -> bool {
+        let mut c = target.walk();
+        let keys: Vec<Node<'a>> = target.children_by_field_name("subscript", &mut c).collect();
+        let mut loop_key = false;
+        let mut stack = keys;
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "attribute" {
+                // `self.names[i]`: the object decides, not the attribute's name.
+                stack.extend(n.field("object"));
+                continue;
+            }
+            if n.kind_str() != "identifier" {
+                let mut cur = n.walk();
+                stack.extend(n.named_children(&mut cur));
+                continue;
+            }
+            let Some(b) = self.resolve(n, site, n.start_byte()) else {
+                return false;
+            };
+            let bd = &self.bindings[b];
+            match bd.kind {
+                BindingKind::Import => {}
+                BindingKind::ForTarget => {
+                    // The innermost loop around the store that binds the name.
+                    let at = target.start_byte();
+                    let binds = |t: Node<'a>| {
+                        let mut stack = vec![t];
+                        while let Some(x) = stack.pop() {
+                            if x.kind_str() == "identifier" && self.text(x) == bd.name {
+                                return true;
+                            }
+                            let mut cur = x.walk();
+                            stack.extend(x.named_children(&mut cur));
+                        }
+                        false
+                    };
+                    let Some(l) = self
+                        .loops
+                        .iter_enumerated()
+                        .filter(|(_, lp)| {
+                            lp.body.byte_range().contains(&at)
+                                && lp.node.field("left").is_some_and(binds)
+                        })
+                        .max_by_key(|(_, lp)| lp.body.start_byte())
+                        .map(|(id, _)| id)
+                    else {
+                        return false;
+                    };
+                    if self.is_step_loop(l)
+                        || self.function_of(self.loop_(l).scope) != self.function_of(site.scope)
+                    {
+                        return false;
+                    }
+                    loop_key = true;
+                }
+                _ => return false,
+            }
+        }
+        loop_key
+    }
 }

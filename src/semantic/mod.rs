@@ -311,6 +311,9 @@ struct Memos<'a> {
     grad_stores: OnceCell<Vec<AssignId>>,
     /// Whether the file creates no tensor that requires grad ([`grad`]).
     no_grad_leaf: OnceCell<bool>,
+    /// Whether some call of the file runs a value known as a module.
+    /// (`None`: not asked yet; `Some(None)`: being decided.)
+    calls_module: Cell<Option<Option<bool>>>,
     /// Set while the file's summary for the project is made: what a function returns
     /// is then told to other files whose calls are not known yet.
     summarizing: Cell<bool>,
