@@ -1037,17 +1037,9 @@ impl<'a> SemanticModel<'a> {
             "subscript" => e
                 .field("value")
                 .is_some_and(|v| self.fresh_tensor(v, site, depth + 1)),
-            "identifier" => {
-                let Some(b) = self.resolve(e, site, e.start_byte()) else {
-                    return false;
-                };
-                let bd = &self.bindings[b];
-                bd.kind == BindingKind::Assign
-                    && bd.index.is_none()
-                    && bd
-                        .value
-                        .is_some_and(|v| self.fresh_tensor(v, bd.site, depth + 1))
-            }
+            "identifier" => self
+                .single_assigned_value(e, site)
+                .is_some_and(|(v, s)| self.fresh_tensor(v, s, depth + 1)),
             "call" => {
                 let Some(g) = e.field("function") else {
                     return false;

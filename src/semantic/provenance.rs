@@ -1679,19 +1679,25 @@ impl<'a> SemanticModel<'a> {
                 .field("function")
                 .and_then(|f| self.qualified(f))
                 .is_some_and(|q| q.is_torch() && q.has_module("distributions")),
-            "identifier" | "attribute" => {
-                let Some(b) = self.resolve(e, site, e.start_byte()) else {
-                    return false;
-                };
-                let bd = &self.bindings[b];
-                bd.kind == BindingKind::Assign
-                    && bd.index.is_none()
-                    && bd
-                        .value
-                        .is_some_and(|v| self.is_distribution(v, bd.site, depth + 1))
-            }
+            "identifier" | "attribute" => self
+                .single_assigned_value(e, site)
+                .is_some_and(|(v, s)| self.is_distribution(v, s, depth + 1)),
             _ => false,
         }
+    }
+
+    /// The value that name (or `self.` attribute) `e` reads at `site` was bound to by a
+    /// plain assignment (not an unpacking), with the site of that binding.
+    pub(super) fn single_assigned_value(
+        &self,
+        e: Node<'_>,
+        site: Site,
+    ) -> Option<(Node<'a>, Site)> {
+        let bd = &self.bindings[self.resolve(e, site, e.start_byte())?];
+        if bd.kind != BindingKind::Assign || bd.index.is_some() {
+            return None;
+        }
+        Some((bd.value?, bd.site))
     }
 
     /// The positions of what the `forward` of `f` returns that carry no graph on any
