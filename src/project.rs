@@ -835,7 +835,14 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             let call = &model.calls[c];
             model.value(call.node, call.site) == Value::Graph(Origin::Output)
         });
-        let no_grad_forward = runs_forward_under_no_grad(model, id, &handled, 2);
+        // A body that runs all of its calls with gradients off (`@torch.no_grad()` on
+        // the method, or one `with` around it) records no graph, whatever it calls: its
+        // callers need not know that its receivers are modules.
+        let disabled_body = !calls.is_empty()
+            && calls
+                .iter()
+                .all(|&c| model.calls[c].site.grad == GradMode::Disabled);
+        let no_grad_forward = disabled_body || runs_forward_under_no_grad(model, id, &handled, 2);
         // A property hands back what it reads (`self.rag.question_encoder`), which its
         // caller may call as a module.
         let property = scope.node.parent().is_some_and(|d| {

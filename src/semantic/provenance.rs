@@ -732,9 +732,21 @@ impl<'a> SemanticModel<'a> {
             .returns
             .iter()
             .filter(|(r, _)| r.kind_str() != "none")
-            .map(|&(r, site)| match index {
-                None => self.eval(r, site, d),
-                Some(i) => self.eval_element(r, i, site, d),
+            .map(|&(r, site)| {
+                let v = match index {
+                    None => self.eval(r, site, d),
+                    Some(i) => self.eval_element(r, i, site, d),
+                };
+                // What a call makes with gradients off carries no graph, whatever the
+                // callee (`return Sample(x, values)` in a `@torch.no_grad()` sampler).
+                if v == Value::Unknown
+                    && site.grad == GradMode::Disabled
+                    && unwrap_parens(r).kind_str() == "call"
+                {
+                    Value::Detached
+                } else {
+                    v
+                }
             })
             .collect();
         let v = if values.iter().any(|v| matches!(v, Value::Graph(_)))
