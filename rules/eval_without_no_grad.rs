@@ -1139,6 +1139,9 @@ fn flows_into_assignment<'a>(n: Node<'a>) -> Option<Node<'a>> {
             }
             "attribute" | "call" | "argument_list" | "subscript" | "parenthesized_expression"
             | "binary_operator" | "unary_operator" | "tuple" | "list" | "keyword_argument" => x = p,
+            // `chosen = greedy if deterministic else sampled`: a branch's value is the
+            // value bound; the condition between them is not.
+            "conditional_expression" if p.named_child(1).is_none_or(|c| c.id() != x.id()) => x = p,
             _ => return None,
         }
     }
@@ -1739,6 +1742,9 @@ impl<'m, 'a> Forwards<'m, 'a> {
             && !is_model_forward(m, call)
             && m.method_call(&m.calls[call]).is_some()
             && !m.computes_on_raw_trainable(call)
+            // The project's module classes run a forward in that method
+            // (`self.policy.sample(state)`): a forward by what it does, not its name.
+            && project_forward(m, call).is_none()
     }
 
     /// Whether a same-file function runs a forward not under `no_grad` and does not
