@@ -18,8 +18,10 @@ declare_rule! {
     /// `max_length` (256 or less, also through a name bound to a literal, or a parameter
     /// default reaching it through `self.max_len = max_len`),
     /// `max_length=tokenizer.model_max_length` (a text encoder's fixed context, such as
-    /// CLIP's 77 tokens in diffusion code), and tokenizer calls outside the data path of a
-    /// training script (inference of single prompts, model code).
+    /// CLIP's 77 tokens in diffusion code), tokenizer calls outside the data path of a
+    /// training script (inference of single prompts, model code), and functions mapped
+    /// only over evaluation data (`datasets["validation"].map(prepare_features)`, a
+    /// `val_data.map(...)`), whose padded features feed prediction, not training.
     ///
     /// ## Example
     /// ```python

@@ -1422,7 +1422,9 @@ impl<'a> SemanticModel<'a> {
         if name.contains("collate") {
             return true;
         }
-        // Mapped over a dataset, or called from a function that is.
+        // Mapped over a dataset, or called from a function that is. A function mapped
+        // only over evaluation splits (`datasets["validation"].map(prepare_validation_
+        // features)`) feeds prediction, not training.
         let mapped = self.mapped_functions();
         mapped.contains(&name)
             || self.calls.iter().any(|c| {
@@ -1452,11 +1454,15 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Names of functions passed to `.map(...)` (positionally or as `function=`),
-    /// directly or through `partial(f, ...)`.
+    /// directly or through `partial(f, ...)`, over data that is not for evaluation
+    /// (not `val_data.map(f)`, `datasets["test"].map(f)`).
     fn mapped_functions(&self) -> Vec<&'a str> {
         let mut out = Vec::new();
         for c in &self.calls {
-            if self.method_call(c).is_none_or(|(_, m)| m != "map") {
+            let Some((recv, "map")) = self.method_call(c) else {
+                continue;
+            };
+            if self.is_eval_split(recv) {
                 continue;
             }
             let arg = self
@@ -1476,6 +1482,23 @@ impl<'a> SemanticModel<'a> {
             out.push(t.rsplit('.').next().unwrap_or(t));
         }
         out
+    }
+
+    /// Whether `data` names evaluation data: a name whose first word says so
+    /// (`val_data`, `eval_examples`, `test_ds`), or a split picked by such a key
+    /// (`raw_datasets["validation"]`).
+    fn is_eval_split(&self, data: Node<'a>) -> bool {
+        let data = unwrap_parens(data);
+        let word = match data.kind_str() {
+            "identifier" => self.text(data),
+            "attribute" => data.field("attribute").map_or("", |a| self.text(a)),
+            "subscript" => data
+                .field("subscript")
+                .filter(|k| k.kind_str() == "string")
+                .map_or("", |k| self.text(k).trim_matches(|c| c == '"' || c == '\'')),
+            _ => "",
+        };
+        names::is_eval_split_name(word)
     }
 
     /// Whether the file trains: a backward pass, or a `...Trainer(...)`.

@@ -786,6 +786,18 @@ pub fn is_integer_dtype(name: &str) -> bool {
 
 /// A read that leaves the graph behind: a detaching method or attribute
 /// (`.item()`, `.cpu().numpy()`, `.data`, `.argmax()`) or builtin (`float(...)`).
+/// Whether a dataset's name or split key says it holds evaluation data: its first
+/// word is `val`, `valid`, `validation`, `eval`, `evaluation`, `test` or `dev`
+/// (`val_data`, `"validation"`, `test_examples`; not `train_val` or `devices`).
+pub fn is_eval_split_name(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    let first = l.split(['_', '-']).find(|p| !p.is_empty()).unwrap_or("");
+    matches!(
+        first,
+        "val" | "valid" | "validation" | "eval" | "evaluation" | "test" | "dev"
+    )
+}
+
 pub fn is_detached_read(name: &str) -> bool {
     is_detaching_method(name) || is_non_graph_attribute(name) || is_detaching_builtin(name)
 }
