@@ -5,8 +5,10 @@ declare_rule! {
     /// ## What it does
     /// Flags `torch.load(path)` without `map_location` whose result goes into a
     /// `load_state_dict(...)` or another loader of state dicts
-    /// (`set_peft_model_state_dict`): directly, through the name it is bound to, or
-    /// through a helper that returns it. The checkpoint must come from GPU code: the
+    /// (`set_peft_model_state_dict`): directly, through the name it is bound to,
+    /// through a helper that returns it, or handed to a function of the file or the
+    /// project that loads that argument so (`load_checkpoint(torch.load(path), model,
+    /// optimizer)` with `model.load_state_dict(checkpoint["state_dict"])` inside). The checkpoint must come from GPU code: the
     /// file runs on CUDA devices (it calls `.cuda()`, `torch.cuda.*`, names a `"cuda"`
     /// device in a string or passes `device_map=`), or another file of its project does
     /// and the project saves checkpoints (an inference script or a helper module that
@@ -52,8 +54,10 @@ declare_rule! {
         severity: Severity::Warning,
         fix: FixAvailability::None,
         check,
-        // CUDA use may show only in strings (`"cuda:0"`), which the scan skips.
-        prefilter: |s| s.word("load") && s.word("load_state_dict"),
+        // CUDA use may show only in strings (`"cuda:0"`), which the scan skips. The
+        // `load_state_dict` may stand in a helper of another file
+        // (`load_checkpoint(torch.load(path), model)`), so `torch.load` is enough.
+        prefilter: |s| s.word("load") && (s.word("load_state_dict") || s.attr("load") && s.word("torch")),
         parts: Some(|s| s.word("load")),
     };
 }

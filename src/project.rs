@@ -60,6 +60,11 @@ pub struct FnSummary {
     /// `target.parameters()`): what a caller hands there is a module.
     #[serde(default)]
     pub module_params: Vec<u32>,
+    /// Module-level functions only: positions of the parameters whose value goes into
+    /// a loader of state dicts (`load_checkpoint(checkpoint, model, optimizer)` calling
+    /// `model.load_state_dict(checkpoint["state_dict"])`): a caller hands it weights.
+    #[serde(default)]
+    pub state_dict_params: Vec<u32>,
     /// Backpropagates (`.backward()`, `torch.autograd.grad`): a training step.
     pub wants_grad: bool,
     /// Module-level functions only: the argument every `return` hands back unchanged
@@ -202,6 +207,9 @@ pub struct FileFacts {
     /// ptu`) that are project functions using some parameters as modules, with those
     /// parameters' positions (see [`FnSummary::module_params`]).
     pub module_param_imports: BTreeMap<String, Vec<u32>>,
+    /// Imported names that are project functions loading some parameters as state
+    /// dicts, with those parameters' positions (see [`FnSummary::state_dict_params`]).
+    pub state_dict_param_imports: BTreeMap<String, Vec<u32>>,
     /// Imported names that are project functions handing back one of their arguments
     /// unchanged, with its position.
     pub param_returning_imports: BTreeMap<String, u32>,
@@ -296,6 +304,7 @@ pub enum FactQuery {
     ModuleImport(String),
     BackwardParams(String),
     ModuleParams(String),
+    StateDictParams(String),
     ForwardImport(String),
     ForwardMethod(String),
     ModelStep(String),
@@ -338,6 +347,9 @@ impl FactQuery {
             }
             FactQuery::ModuleParams(n) => {
                 Answer::Params(f.module_param_imports.get(n).map(Vec::as_slice))
+            }
+            FactQuery::StateDictParams(n) => {
+                Answer::Params(f.state_dict_param_imports.get(n).map(Vec::as_slice))
             }
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
@@ -454,6 +466,16 @@ impl<'m> Facts<'m> {
     pub fn module_params(&self, name: &str) -> Option<&'m [u32]> {
         self.ask(|| FactQuery::ModuleParams(name.to_owned()));
         self.facts.module_param_imports.get(name).map(Vec::as_slice)
+    }
+
+    /// Positions of the arguments that the imported project function `name` loads as
+    /// state dicts.
+    pub fn state_dict_params(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::StateDictParams(name.to_owned()));
+        self.facts
+            .state_dict_param_imports
+            .get(name)
+            .map(Vec::as_slice)
     }
 
     /// Whether the imported `name` is a project function running a forward with grad
@@ -909,6 +931,11 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             },
             module_params: if scope.class.is_none() {
                 model.module_params(id)
+            } else {
+                Vec::new()
+            },
+            state_dict_params: if scope.class.is_none() {
+                model.state_dict_params(id)
             } else {
                 Vec::new()
             },
@@ -1770,6 +1797,10 @@ impl ProjectIndex {
                                 f.module_param_imports
                                     .insert(qualify(&g.name), g.module_params.clone());
                             }
+                            if !g.state_dict_params.is_empty() {
+                                f.state_dict_param_imports
+                                    .insert(qualify(&g.name), g.state_dict_params.clone());
+                            }
                             // `ptu.get_numpy(q)`: a helper of the imported module
                             // returning a detached value.
                             if g.returns_detached {
@@ -1860,6 +1891,14 @@ impl ProjectIndex {
                     {
                         f.module_param_imports
                             .insert(i.local.clone(), g.module_params.clone());
+                    }
+                    if let Some(g) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method && !g.state_dict_params.is_empty())
+                    {
+                        f.state_dict_param_imports
+                            .insert(i.local.clone(), g.state_dict_params.clone());
                     }
                 }
             }

@@ -1032,23 +1032,7 @@ impl<'a> SemanticModel<'a> {
             return false;
         };
         let f = self.function_of(site.scope);
-        let root_is = |a: Node<'a>, name: &str| {
-            let mut r = unwrap_parens(a);
-            loop {
-                match r.kind_str() {
-                    "subscript" => r = r.field("value").unwrap_or(r),
-                    "call" => {
-                        // `ckpt.get("model")`, `ckpt["a"].items()`
-                        match r.field("function").and_then(|f| f.field("object")) {
-                            Some(obj) => r = obj,
-                            None => break,
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            r.kind_str() == "identifier" && self.text(r) == name
-        };
+        let root_is = |a: Node<'a>, name: &str| self.rooted_at(a, name);
         let names = self.names_derived_from(name, f, assign.end_byte());
         let fed = self.calls.iter().any(|o| {
             o.node.start_byte() > assign.end_byte()
@@ -1186,11 +1170,91 @@ impl<'a> SemanticModel<'a> {
                 .any(|&c| self.value_feeds_state_dict(self.calls[c].node, depth + 1))
     }
 
+    /// Whether `a` is the name `name`, an entry of it or a method's result on it
+    /// (`ckpt`, `ckpt["model"]`, `ckpt.get("model")`, `ckpt["a"].items()`).
+    fn rooted_at(&self, a: Node<'a>, name: &str) -> bool {
+        let mut r = unwrap_parens(a);
+        loop {
+            match r.kind_str() {
+                "subscript" => r = r.field("value").unwrap_or(r),
+                "call" => match r.field("function").and_then(|f| f.field("object")) {
+                    Some(obj) => r = obj,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        r.kind_str() == "identifier" && self.text(r) == name
+    }
+
+    /// Positions of the parameters of `f` whose value reaches a loader of state dicts
+    /// in `f` itself (`def load_checkpoint(checkpoint, model, optimizer):
+    /// model.load_state_dict(checkpoint["state_dict"])`): a caller hands it weights.
+    pub fn state_dict_params(&self, f: ScopeId) -> Vec<u32> {
+        let calls = self.calls_of_function(Some(f));
+        self.params_where(f, |p| {
+            let names = self.names_derived_from(p, Some(f), 0);
+            calls.iter().any(|&c| {
+                self.direct_state_dict_args(self.calls[c].node)
+                    .any(|a| names.iter().any(|n| self.rooted_at(a, n)))
+            })
+        })
+    }
+
+    /// The arguments of `call` that go into a loader of state dicts: those of
+    /// [`Self::direct_state_dict_args`], and those a function of this file or of the
+    /// project passes into one (`load_checkpoint(torch.load(path), model, optimizer)`).
+    fn state_dict_args(&self, call: Node<'a>) -> Box<dyn Iterator<Item = Node<'a>> + '_> {
+        let direct = self.direct_state_dict_args(call);
+        let f = call.field("function").map(unwrap_parens);
+        let positions: Vec<u32> = match f {
+            Some(f) if call.kind_str() == "call" && f.kind_str() == "identifier" => {
+                match self.callee_of_node(call) {
+                    Some(g) if self.scope(g).class.is_none() => self.state_dict_params(g),
+                    Some(_) => Vec::new(),
+                    None => self
+                        .project()
+                        .and_then(|p| p.state_dict_params(self.text(f)))
+                        .map(<[u32]>::to_vec)
+                        .unwrap_or_default(),
+                }
+            }
+            // `utils.load_checkpoint(...)` through `import utils`.
+            Some(f) if call.kind_str() == "call" && f.kind_str() == "attribute" => {
+                let imported = f.field("object").is_some_and(|o| {
+                    o.kind_str() == "identifier"
+                        && self.call_index(call).is_some_and(|id| {
+                            let site = self.calls[id].site;
+                            self.resolve(o, site, o.start_byte())
+                                .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
+                        })
+                });
+                match self.project().filter(|_| imported) {
+                    Some(p) => p
+                        .state_dict_params(self.text(f))
+                        .map(<[u32]>::to_vec)
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
+        if positions.is_empty() {
+            return direct;
+        }
+        let helper = self
+            .positional_args(call)
+            .enumerate()
+            .filter(move |(i, _)| positions.contains(&(*i as u32)))
+            .map(|(_, a)| unwrap_parens(a));
+        Box::new(direct.chain(helper))
+    }
+
     /// The arguments of a call that loads a state dict into something:
     /// `m.load_state_dict(sd)` (the first), and functions named for loading or setting
     /// a state dict (`set_peft_model_state_dict(model, sd)`,
     /// `load_model_state_dict(model, sd)`: every positional argument).
-    fn state_dict_args(&self, call: Node<'a>) -> Box<dyn Iterator<Item = Node<'a>> + '_> {
+    fn direct_state_dict_args(&self, call: Node<'a>) -> Box<dyn Iterator<Item = Node<'a>> + '_> {
         if call.kind_str() != "call" {
             return Box::new(std::iter::empty());
         }

@@ -703,7 +703,7 @@ impl<'a> SemanticModel<'a> {
         }
     }
 
-    fn callee_of_node(&self, call: Node<'_>) -> Option<ScopeId> {
+    pub(super) fn callee_of_node(&self, call: Node<'_>) -> Option<ScopeId> {
         let i = self.call_index(call)?;
         self.callees.get(i).copied().flatten()
     }
@@ -2395,7 +2395,7 @@ impl<'a> SemanticModel<'a> {
     }
 
     /// Positions (the receiver left out) of the parameters of `f` that `keep` accepts.
-    fn params_where(&self, f: ScopeId, keep: impl Fn(&'a str) -> bool) -> Vec<u32> {
+    pub(super) fn params_where(&self, f: ScopeId, keep: impl Fn(&'a str) -> bool) -> Vec<u32> {
         let sc = self.scope(f);
         let skip = usize::from(sc.self_param().is_some());
         sc.params
