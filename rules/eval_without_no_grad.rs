@@ -920,7 +920,9 @@ fn computed_into_detached_read<'a>(model: &SemanticModel<'a>, mut x: Node<'a>, s
                 Some(call) => call,
                 None => break,
             },
-            "binary_operator" | "unary_operator" | "parenthesized_expression" => p,
+            // An element of a list or tuple built on the spot (`torch.cat([real,
+            // rec[:16]]).cpu()`): where the whole goes.
+            "binary_operator" | "unary_operator" | "parenthesized_expression" | "list" | "tuple" => p,
             _ => break,
         };
         let t = read_chain(x);
