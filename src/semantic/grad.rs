@@ -304,7 +304,7 @@ impl<'a> SemanticModel<'a> {
                 .positional_args(c.node)
                 .next()
                 .or_else(|| self.keyword_arg(c.node, "requires_grad"))
-                .is_some_and(|a| self.text(a) == "False");
+                .is_some_and(|a| self.false_by_default(a, c.site));
             if !off {
                 return false;
             }
@@ -329,12 +329,54 @@ impl<'a> SemanticModel<'a> {
             if !over_own {
                 continue;
             }
-            if self.text(a.value) != "False" {
+            if !self.false_by_default(a.value, a.site) {
                 return false;
             }
             freezes |= from_init(a.site.scope);
         }
         freezes
+    }
+
+    /// Whether `v` is `False`, or a parameter of its function whose default is `False`
+    /// (`def __init__(self, blocks, requires_grad=False)` ... `p.requires_grad =
+    /// requires_grad`): the value the code runs with unless a caller says otherwise, as
+    /// for integer defaults.
+    fn false_by_default(&self, v: Node<'a>, site: Site) -> bool {
+        let v = unwrap_parens(v);
+        match v.kind_str() {
+            "false" => true,
+            "identifier" => self.binding_of(v, site).is_some_and(|b| {
+                let sc = self.scope(b.owner);
+                // A construction of the class in this file that turns the flag on
+                // (`InceptionV3(blocks, requires_grad=True)`) says otherwise.
+                let turned_on = sc
+                    .class
+                    .filter(|_| sc.name == "__init__")
+                    .is_some_and(|class| {
+                        let cname = self.scope(class).name;
+                        self.calls.iter().any(|c| {
+                            let f = unwrap_parens(c.function);
+                            let named = match f.kind_str() {
+                                "identifier" => self.text(f) == cname,
+                                "attribute" => {
+                                    f.field("attribute").is_some_and(|a| self.text(a) == cname)
+                                }
+                                _ => false,
+                            };
+                            named
+                                && self
+                                    .keyword_arg(c.node, b.name)
+                                    .is_some_and(|a| unwrap_parens(a).kind_str() != "false")
+                        })
+                    });
+                b.kind == BindingKind::Parameter
+                    && !turned_on
+                    && self
+                        .parameter_default(b.owner, b.name)
+                        .is_some_and(|d| unwrap_parens(d).kind_str() == "false")
+            }),
+            _ => false,
+        }
     }
 
     /// Whether the module that call `i` runs (`net(x)`, `self.critic(x)`) has every
