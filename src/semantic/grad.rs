@@ -337,6 +337,32 @@ impl<'a> SemanticModel<'a> {
         freezes
     }
 
+    /// Whether every call of the module-level function `f` hands it, at parameter
+    /// `name`, a module that froze itself (`get_activations(files, model)` whose callers
+    /// all pass `InceptionV3(...)`, through their own parameters up to a few callers).
+    /// Calls from other files, or none at all, leave it unknown.
+    fn frozen_parameter(&self, f: ScopeId, name: &str, depth: u32) -> bool {
+        let sc = self.scope(f);
+        if depth >= 4 || sc.class.is_some() || self.callers[f].is_empty() {
+            return false;
+        }
+        let Some(pos) = sc.params.iter().position(|p| *p == name) else {
+            return false;
+        };
+        if self.project().is_some_and(|p| {
+            crate::project::qualname(self, f).is_none_or(|q| p.external_caller(&q).is_some())
+        }) {
+            return false;
+        }
+        self.callers[f].iter().all(|&c| {
+            let call = &self.calls[c];
+            self.positional_args(call.node)
+                .nth(pos)
+                .or_else(|| self.keyword_arg(call.node, name))
+                .is_some_and(|a| self.frozen_module_within(a, call.site, depth + 1))
+        })
+    }
+
     /// Whether `v` is `False`, or a parameter of its function whose default is `False`
     /// (`def __init__(self, blocks, requires_grad=False)` ... `p.requires_grad =
     /// requires_grad`): the value the code runs with unless a caller says otherwise, as
@@ -592,6 +618,11 @@ impl<'a> SemanticModel<'a> {
     /// same-file factory returning one, a wrapper (`nn.DataParallel(m)`), a move or
     /// mode switch (`m.to(device)`, `m.eval()`) and the names bound to those.
     pub fn frozen_module(&self, expr: Node<'_>, site: Site) -> bool {
+        self.frozen_module_within(expr, site, 0)
+    }
+
+    /// [`Self::frozen_module`], `depth` callers up through parameters.
+    fn frozen_module_within(&self, expr: Node<'_>, site: Site, depth: u32) -> bool {
         let mut cur = Some((unwrap_parens(expr), site));
         for _ in 0..32 {
             let Some((e, site)) = cur.take() else { break };
@@ -601,6 +632,9 @@ impl<'a> SemanticModel<'a> {
                         return false;
                     };
                     let bd = &self.bindings[b];
+                    if bd.kind == BindingKind::Parameter {
+                        return self.frozen_parameter(bd.owner, bd.name, depth);
+                    }
                     // Every assignment reaching here must be the frozen module: the
                     // nearest one decides, rebinding to itself looks further back.
                     if bd.kind != BindingKind::Assign || bd.index.is_some() {
