@@ -20,8 +20,11 @@ declare_rule! {
     /// Not flagged: a conversion to a different dtype than the known one (loading in
     /// float16 and calling `.float()` for training is a real change), conversions where
     /// the dtype is uncertain (loaded with `torch_dtype` in one branch only, or a dtype
-    /// held in a variable we cannot read), and `half_model = model.half()` (modules
-    /// convert in place: no copy).
+    /// held in a variable we cannot read), `half_model = model.half()` (modules
+    /// convert in place: no copy), tensors written out in the source (`torch.tensor(1)`,
+    /// a literal list), and integer or boolean tensors made float for arithmetic
+    /// (`lengths = torch.sum(ids != 0, dim=-1)`, then `lengths.float()`): both dtypes
+    /// are needed, and neither is a copy of weights.
     ///
     /// ## Example
     /// ```python
@@ -201,6 +204,11 @@ fn copy_keeps_original<'a>(model: &SemanticModel<'a>, call: CallId) -> Option<No
     if b.value.is_some_and(|v| built_from_literal(model, v)) {
         return None;
     }
+    // Lengths and masks (`torch.sum(ids != 0, dim=-1)`) made float for a division:
+    // both dtypes are needed, and neither is a copy of weights.
+    if b.value.is_some_and(|v| model.integer_tensor(v)) {
+        return None;
+    }
     let value = model.value(recv, c.site);
     if value == Value::Module {
         return None;
@@ -288,6 +296,13 @@ fn built_from_literal(model: &SemanticModel<'_>, v: Node<'_>) -> bool {
     let Some(data) = model.positional_args(v).next().map(unwrap_parens) else {
         return false;
     };
+    // `torch.tensor(1)`: a scalar is one number (but `torch.Tensor(1000, 1000)` is a
+    // shape).
+    if matches!(data.kind_str(), "integer" | "float" | "true" | "false") {
+        return v
+            .field("function")
+            .is_some_and(|f| model.text(f).rsplit('.').next() == Some("tensor"));
+    }
     let mut stack = vec![(data, 0u32)];
     let mut nested = false;
     let mut cursor = data.walk();

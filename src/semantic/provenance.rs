@@ -2376,6 +2376,43 @@ impl<'a> SemanticModel<'a> {
         self.positional_args(call).any(is_int)
             || self.keyword_arg(call, "dtype").is_some_and(is_int)
     }
+
+    /// Whether `v` computes an integer or boolean tensor: a comparison (a mask), a
+    /// count of one (`torch.sum(ids != 0, dim=-1)`, `mask.sum(1)`), indices
+    /// (`argmax`, `nonzero`), or a conversion to such a dtype. Converting one to float
+    /// for arithmetic makes a new value, not a second copy of weights.
+    pub fn integer_tensor(&self, v: Node<'_>) -> bool {
+        let v = unwrap_parens(v);
+        match v.kind_str() {
+            "comparison_operator" => true,
+            "call" => {
+                let Some(f) = v.field("function").map(unwrap_parens) else {
+                    return false;
+                };
+                let last = match f.kind_str() {
+                    "attribute" => f.field("attribute").map_or("", |a| self.text(a)),
+                    _ => self.text(f),
+                };
+                let torch_fn = self.qualified(f).is_some_and(|q| q.is_torch());
+                match last {
+                    "long" | "int" | "bool" | "byte" | "short" | "argmax" | "argmin"
+                    | "nonzero" | "count_nonzero" => true,
+                    "to" | "type" => self.converts_to_integer(v),
+                    // A count: the sum of a mask, as a torch function or a method.
+                    "sum" => {
+                        let of = if torch_fn {
+                            self.positional_args(v).next()
+                        } else {
+                            f.field("object")
+                        };
+                        of.is_some_and(|o| self.integer_tensor(o))
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
+    }
 }
 
 /// Modules known by what is done with them: names per enclosing function, `self.`
