@@ -1191,13 +1191,20 @@ impl<'a> SemanticModel<'a> {
     /// in `f` itself (`def load_checkpoint(checkpoint, model, optimizer):
     /// model.load_state_dict(checkpoint["state_dict"])`): a caller hands it weights.
     pub fn state_dict_params(&self, f: ScopeId) -> Vec<u32> {
-        let calls = self.calls_of_function(Some(f));
+        // Most functions load nothing: their parameters are not traced at all.
+        let loaded: Vec<Node<'a>> = self
+            .calls_of_function(Some(f))
+            .iter()
+            .flat_map(|&c| self.direct_state_dict_args(self.calls[c].node))
+            .collect();
+        if loaded.is_empty() {
+            return Vec::new();
+        }
         self.params_where(f, |p| {
             let names = self.names_derived_from(p, Some(f), 0);
-            calls.iter().any(|&c| {
-                self.direct_state_dict_args(self.calls[c].node)
-                    .any(|a| names.iter().any(|n| self.rooted_at(a, n)))
-            })
+            loaded
+                .iter()
+                .any(|&a| names.iter().any(|n| self.rooted_at(a, n)))
         })
     }
 
