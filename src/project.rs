@@ -914,6 +914,9 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                 Value::Graph(_) | Value::Module | Value::LossFn | Value::Optimizer
             )
         });
+        // Argument positions and returned parameters are asked of module-level
+        // functions only: a method's positions shift with its receiver.
+        let top_level = scope.class.is_none();
         s.functions.push(FnSummary {
             name,
             method: scope.class.is_some(),
@@ -924,28 +927,28 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
             returns_detached: values.contains(&Value::Detached) && !returns_graph,
             returns_graph,
             resets_grads,
-            backward_params: if scope.class.is_none() {
+            backward_params: if top_level {
                 model.backward_params(id)
             } else {
                 Vec::new()
             },
-            module_params: if scope.class.is_none() {
+            module_params: if top_level {
                 model.module_params(id)
             } else {
                 Vec::new()
             },
-            state_dict_params: if scope.class.is_none() {
+            state_dict_params: if top_level {
                 model.state_dict_params(id)
             } else {
                 Vec::new()
             },
             wants_grad,
-            returns_param: if scope.class.is_none() {
+            returns_param: if top_level {
                 model.returned_parameter(id)
             } else {
                 None
             },
-            returns_device: if scope.class.is_none() {
+            returns_device: if top_level {
                 model.returned_device(id)
             } else {
                 None
@@ -1884,21 +1887,21 @@ impl ProjectIndex {
                         f.backward_param_imports
                             .insert(i.local.clone(), g.backward_params.clone());
                     }
-                    if let Some(g) = ts
-                        .functions
-                        .iter()
-                        .find(|g| g.name == def && !g.method && !g.module_params.is_empty())
-                    {
-                        f.module_param_imports
-                            .insert(i.local.clone(), g.module_params.clone());
+                    // The first module-level definition of the name that uses some
+                    // arguments in that role.
+                    let params = |role: fn(&FnSummary) -> &Vec<u32>| {
+                        ts.functions
+                            .iter()
+                            .filter(|g| g.name == def && !g.method)
+                            .map(role)
+                            .find(|p| !p.is_empty())
+                            .cloned()
+                    };
+                    if let Some(p) = params(|g| &g.module_params) {
+                        f.module_param_imports.insert(i.local.clone(), p);
                     }
-                    if let Some(g) = ts
-                        .functions
-                        .iter()
-                        .find(|g| g.name == def && !g.method && !g.state_dict_params.is_empty())
-                    {
-                        f.state_dict_param_imports
-                            .insert(i.local.clone(), g.state_dict_params.clone());
+                    if let Some(p) = params(|g| &g.state_dict_params) {
+                        f.state_dict_param_imports.insert(i.local.clone(), p);
                     }
                 }
             }
