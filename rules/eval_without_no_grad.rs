@@ -1210,7 +1210,14 @@ fn bound_only_read_detached<'a>(
             let discarded = chain.id() != n.id()
                 && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement")
                 && discards_conversion(model, n, chain);
-            if discarded {
+            // Written into in place (`next_q[done] = 0.0`, `x[mask] += 1`): the same
+            // tensor, read later under its name; the write hands its graph to nothing.
+            let written_into = chain.kind_str() == "subscript"
+                && chain.parent().is_some_and(|a| {
+                    matches!(a.kind_str(), "assignment" | "augmented_assignment")
+                        && a.field("left").is_some_and(|l| l.id() == chain.id())
+                });
+            if discarded || written_into {
                 continue;
             }
             let detached = if plotted || displayed {
