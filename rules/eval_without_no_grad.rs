@@ -21,7 +21,10 @@ declare_rule! {
     /// computed (a plotting helper's `return ax`) and trains nothing; and, in code that
     /// trains, a forward whose outputs only reach detached reads (an agent's action
     /// chosen through the Q-network, a target network's output detached at once, a
-    /// generator run only to be `.detach()`-ed for the critic's step). Models written
+    /// generator run only to be `.detach()`-ed for the critic's step); and a forward on a
+    /// `Variable(x, volatile=True)` input, through the names it is bound to (code from
+    /// before PyTorch 0.4 asking for inference with a flag ignored since), unless a
+    /// backward reads its outputs. Models written
     /// as bare tensors (`W = torch.randn(..., requires_grad=True)`) count: math on
     /// them is their forward. Reported once per region; after `model.eval()`, each loop
     /// that runs the model is a region of its own (the test loop, then a figure drawn
@@ -158,6 +161,10 @@ enum Region<'a> {
     /// reach detached reads (`.detach().numpy()` for a plot, a similarity map): it can
     /// only be inference, whatever its name.
     DetachedOnly,
+    /// The forwards of one loop (`None`: outside loops) whose input is a
+    /// `Variable(x, volatile=True)`: code written to run without autograd under a flag
+    /// that PyTorch ignores since 0.4.
+    Volatile(Option<LoopId>),
 }
 
 fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>) {
@@ -365,6 +372,14 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         if named.is_none() && gate.is_none() && trains_here && !f.is_some_and(|f| reached_from_forward(model, f)) {
             contexts.push(Region::InTraining);
         }
+        // Forwards on `volatile=True` inputs, last: a region already found says more.
+        let mut volatile: Vec<Option<LoopId>> = calls
+            .iter()
+            .filter(|&&i| model.function_of(model.calls[i].site.scope) == f && model.volatile_input(i))
+            .map(|&i| model.calls[i].site.loop_)
+            .collect();
+        volatile.dedup();
+        contexts.extend(volatile.into_iter().map(Region::Volatile));
         let scope_body = f.map_or(Some(model.root), |f| model.scope(f).node.field("body"));
         if contexts.is_empty() {
             continue;
@@ -378,6 +393,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             // its evaluation is; the whole script is the region only when they found
             // nothing.
             if matches!(ctx, Region::DetachedOnly) && f.is_none() && !reported.is_empty() {
+                continue;
+            }
+            // Nor is a forward on a `volatile=True` input where the function already
+            // has a finding: that one says where its evaluation is.
+            if matches!(ctx, Region::Volatile(_)) && !reported.is_empty() {
                 continue;
             }
             let exempting = region_grad_calls(model, &grad_calls, ctx);
@@ -437,6 +457,18 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                                 .or(scope_body)
                                 .is_some_and(|b| output_only_detached_in(model, i, b))
                     }
+                    // Meant to run without autograd: exempt only where something in
+                    // reach wants its graph and its outputs reach more than detached reads.
+                    Region::Volatile(l) => {
+                        c.site.loop_ == l
+                            && model.volatile_input(i)
+                            && (!wants_grad_here(model, &grad_calls, i)
+                                || c.site
+                                    .loop_
+                                    .map(|l| model.loop_(l).body)
+                                    .or(scope_body)
+                                    .is_some_and(|b| output_only_detached_in(model, i, b)))
+                    }
                     Region::DetachedOnly => {
                         model.callee(i).is_none()
                             && !fx.only_by_method(i)
@@ -476,7 +508,7 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
             // One finding per region: a loop inside a region already reported (or a
             // region whose first forward is the one already reported) adds nothing.
             let span = match ctx {
-                Region::Loop(l) | Region::Inference(l) => {
+                Region::Loop(l) | Region::Inference(l) | Region::Volatile(Some(l)) => {
                     let n = model.loop_(l).node;
                     (n.start_byte(), n.end_byte())
                 }
@@ -504,7 +536,11 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                 Region::AfterTraining(s, within) => {
                     (s, within.map_or(usize::MAX, |p| model.loop_(p).node.end_byte()))
                 }
-                Region::Function | Region::FlagEval | Region::DetachedOnly | Region::InTraining => (0, usize::MAX),
+                Region::Function
+                | Region::FlagEval
+                | Region::DetachedOnly
+                | Region::InTraining
+                | Region::Volatile(None) => (0, usize::MAX),
             };
             let at = c.node.start_byte();
             if reported
@@ -538,6 +574,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     Some(f) => format!("`{}`, which only reads the model's outputs detached,", model.scope(f).name),
                     None => "this script, which trains nothing and only reads the model's outputs detached,".to_owned(),
                 },
+                (Region::Volatile(_), _) => {
+                    "a forward on a `volatile=True` input (a flag PyTorch ignores since 0.4)".to_owned()
+                }
                 (Region::EvalDraw(..), _) => {
                     "code on a batch drawn from evaluation data".to_owned()
                 }
@@ -619,7 +658,7 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
             let title = format!("Decorate `{}` with `@{no_grad}()`", model.scope(f).name);
             (vec![edit], safe, title)
         }
-        Region::Loop(l) | Region::Inference(l) => {
+        Region::Loop(l) | Region::Inference(l) | Region::Volatile(Some(l)) => {
             let edits = model.wrap_in(model.loop_(l).node, &format!("with {no_grad}():"))?;
             (edits, false, format!("Wrap the loop in `with {no_grad}():`"))
         }
@@ -640,9 +679,12 @@ fn no_grad_fix(model: &SemanticModel<'_>, ctx: Region<'_>, f: Option<ScopeId>, f
         }
         // A branch inside a training loop, or a whole routine behind a flag: no block
         // of its own to wrap without restructuring the code.
-        Region::FlagEval | Region::Branch(..) | Region::EvalDraw(..) | Region::DetachedOnly | Region::InTraining => {
-            return None
-        }
+        Region::FlagEval
+        | Region::Branch(..)
+        | Region::EvalDraw(..)
+        | Region::DetachedOnly
+        | Region::InTraining
+        | Region::Volatile(None) => return None,
     };
     edits.extend(import);
     Some(if safe {
@@ -1106,7 +1148,8 @@ fn region_grad_calls(model: &SemanticModel<'_>, grad_calls: &[CallId], ctx: Regi
             })
             .collect(),
         // Its forwards' outputs are only read detached: none can feed a backward.
-        Region::AfterTraining(..) | Region::Branch(..) | Region::InTraining => Vec::new(),
+        // The volatile region decides its exemption per forward.
+        Region::AfterTraining(..) | Region::Branch(..) | Region::InTraining | Region::Volatile(_) => Vec::new(),
         _ => grad_calls.to_vec(),
     }
 }

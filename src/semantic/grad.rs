@@ -1174,4 +1174,69 @@ impl<'a> SemanticModel<'a> {
             _ => false,
         }
     }
+    /// Whether an argument of call `i` is, or is computed from, a `Variable(x,
+    /// volatile=True)`, through the names it is bound to a few assignments deep
+    /// (`inputs = Variable(inputs, volatile=True)`, `inputs = inputs.cuda()`,
+    /// `model(inputs)`). PyTorch ignores the flag since 0.4: the code means to run
+    /// that call without autograd and does not.
+    pub fn volatile_input(&self, i: CallId) -> bool {
+        let c = &self.calls[i];
+        let Some(args) = c.arguments else {
+            return false;
+        };
+        let mut stack = vec![(args, c.site, 0u32)];
+        let mut budget = 256;
+        while let Some((n, site, depth)) = stack.pop() {
+            budget -= 1;
+            if budget == 0 {
+                return false;
+            }
+            match n.kind_str() {
+                "lambda" | "string" => continue,
+                "call" if self.volatile_variable(n) => return true,
+                "identifier" => {
+                    if depth == 4 {
+                        continue;
+                    }
+                    let Some(b) = self.resolve(n, site, n.start_byte()) else {
+                        continue;
+                    };
+                    let bd = &self.bindings[b];
+                    if !matches!(bd.kind, BindingKind::Assign | BindingKind::Augmented) {
+                        continue;
+                    }
+                    let Some(mut v) = bd.value.map(unwrap_parens) else {
+                        continue;
+                    };
+                    // `noise, fixed = noise.cuda(), fixed.cuda()`: the element bound.
+                    if let Some(k) = bd.index {
+                        if matches!(v.kind_str(), "tuple" | "expression_list" | "list") {
+                            match v.named_child(k) {
+                                Some(e) => v = e,
+                                None => continue,
+                            }
+                        }
+                    }
+                    stack.push((v, bd.site, depth + 1));
+                    continue;
+                }
+                _ => {}
+            }
+            let mut cur = n.walk();
+            stack.extend(n.named_children(&mut cur).map(|x| (x, site, depth)));
+        }
+        false
+    }
+
+    /// `Variable(x, volatile=True)` (also `autograd.Variable`, `torch.autograd.Variable`).
+    fn volatile_variable(&self, call: Node<'_>) -> bool {
+        let named_variable = call.field("function").is_some_and(|f| {
+            let t = self.text(f);
+            t == "Variable" || t.ends_with(".Variable")
+        });
+        named_variable
+            && self
+                .keyword_arg(call, "volatile")
+                .is_some_and(|v| unwrap_parens(v).kind_str() == "true")
+    }
 }
