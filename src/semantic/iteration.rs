@@ -142,8 +142,8 @@ impl<'a> SemanticModel<'a> {
     /// opposed to part of one computation (a loop over layers inside `forward`, tiles
     /// of one decode), where keeping every iteration's graph is what backward needs.
     /// A step loop backpropagates or steps an optimizer, or iterates over data
-    /// (`loader`, `batches`, `range(epochs)`, `while step < max_steps`) outside
-    /// model code.
+    /// (`loader`, `batches`, `range(epochs)`, `while step < max_steps`, or a name
+    /// bound to a wrapper of data: `pbar = tqdm(loader)`) outside model code.
     pub fn is_step_loop(&self, l: LoopId) -> bool {
         if let Some(v) = self.memo.step_loops.borrow()[l] {
             return v;
@@ -177,7 +177,7 @@ impl<'a> SemanticModel<'a> {
             LoopKind::For => lp.iter,
             LoopKind::While => lp.node.field("condition"),
         };
-        if header.is_some_and(|h| self.mentions_data(h)) {
+        if header.is_some_and(|h| self.mentions_data(h) || self.bound_to_data(h, lp.scope)) {
             return true;
         }
         if lp.kind == LoopKind::For && header.is_some_and(|h| self.strides_batches(h, lp.scope)) {
@@ -283,6 +283,62 @@ impl<'a> SemanticModel<'a> {
             ..site
         };
         self.step_loop(outer) == Some(parent) && !self.lives_across_iterations(expr, outer)
+    }
+
+    /// Whether a loop header names a local bound, in the same scope, to something that
+    /// names data: `pbar = tqdm(dataloader)` ... `for i, batch in enumerate(pbar):`.
+    fn bound_to_data(&self, header: Node<'_>, scope: ScopeId) -> bool {
+        let site = Site {
+            scope,
+            loop_: None,
+            grad: GradMode::Default,
+        };
+        let mut cursor = header.walk();
+        let mut stack = vec![header];
+        while let Some(n) = stack.pop() {
+            match n.kind_str() {
+                "identifier" => {
+                    let bound = self.resolve(n, site, n.start_byte()).is_some_and(|b| {
+                        let bd = &self.bindings[b];
+                        bd.kind == BindingKind::Assign
+                            && bd.index.is_none()
+                            && bd.site.scope == scope
+                            && bd
+                                .value
+                                .map(unwrap_parens)
+                                .is_some_and(|v| self.wraps_data(v))
+                    });
+                    if bound {
+                        return true;
+                    }
+                }
+                "lambda" | "string" => {}
+                _ => stack.extend(n.named_children(&mut cursor)),
+            }
+        }
+        false
+    }
+
+    /// Whether `v` wraps data for iteration: `tqdm(dataloader)`, `enumerate(loader)`,
+    /// `DataLoader(dataset)`.
+    fn wraps_data(&self, v: Node<'_>) -> bool {
+        if v.kind_str() != "call" {
+            return false;
+        }
+        // An iteration helper (`tqdm`, `enumerate`, `iter`, a `DataLoader`): a forward
+        // on a batch (`outputs = model(samples)`) or a sample of indices is no loader.
+        let iterates = v.field("function").is_some_and(|f| {
+            let last = match f.kind_str() {
+                "attribute" => f.field("attribute").map_or("", |a| self.text(a)),
+                _ => self.text(f),
+            };
+            last.eq_ignore_ascii_case("tqdm")
+                || matches!(
+                    last,
+                    "enumerate" | "iter" | "DataLoader" | "zip" | "islice" | "cycle"
+                )
+        });
+        iterates && v.field("arguments").is_some_and(|a| self.mentions_data(a))
     }
 
     /// Whether an expression names data or steps (`train_loader`, `range(args.epochs)`).
