@@ -17,7 +17,8 @@ declare_rule! {
     /// batches), count as a concatenation. A helper handed the
     /// whole list after the loop (a metric over every batch's detections) held every
     /// batch until then, as a concatenation does. A loop over an array in batch-sized
-    /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set.
+    /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set,
+    /// and so is a loop over a progress bar made over the loader (`bar = tqdm(loader)`).
     ///
     /// ## Why is this bad?
     /// Every batch's outputs stay in device memory until the loop ends: memory grows with
@@ -31,7 +32,9 @@ declare_rule! {
     /// Not flagged: outputs moved to the CPU per batch, reduced per batch (sums, counts,
     /// `.item()`, a list of losses), lists handed to NumPy (which cannot take CUDA tensors), lists never
     /// concatenated nor handed on, loops that train (they or their function
-    /// backpropagate or step an optimizer, as a rollout collected for a loss does),
+    /// backpropagate or step an optimizer, as a rollout collected for a loss does, or
+    /// the list collected with grad on is backpropagated after the loop, by a helper
+    /// it is handed to),
     /// models never placed on a device (nor their inputs), and files that never use CUDA.
     ///
     /// ## Example
@@ -154,6 +157,12 @@ fn check_growth(
         return;
     }
     let container = unwrap_parens(container);
+    // A rollout whose log-probs a loss backpropagates after the loop (in this function
+    // or a helper handed them) is training; features collected under `no_grad` for a
+    // probe trained on them are data, not a graph.
+    if model.grad_enabled(site) && model.flows_into_backward(container, site) {
+        return;
+    }
     // `losses.append(model(x, y).float())`: a model called with its targets returns
     // its loss, one number per batch, whatever expression computes it.
     if model.text(container).to_ascii_lowercase().contains("loss") {

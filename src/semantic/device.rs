@@ -7,32 +7,29 @@ use super::*;
 /// Methods that move a tensor to the host or turn it into Python values.
 const TO_HOST: &[&str] = &["cpu", "numpy", "tolist", "item"];
 
-/// Tensor methods whose result stays where the tensor is.
-const STAYS: &[&str] = &[
-    "argmax",
-    "argmin",
-    "max",
-    "min",
-    "softmax",
-    "log_softmax",
-    "sigmoid",
-    "squeeze",
-    "unsqueeze",
-    "view",
-    "reshape",
-    "flatten",
-    "detach",
-    "float",
-    "half",
-    "contiguous",
-    "clone",
-    "permute",
-    "transpose",
-    "exp",
-    "round",
-    "long",
-    "int",
-    "topk",
+/// Tensor methods whose result is not a per-item tensor left where the tensor is: a
+/// shape, a count, a dict view, or a reduction to one number per batch. Any other
+/// method of a tensor (`argsort`, `topk`, `gather`, `eq`, `softmax`, indexing) keeps
+/// its result on the tensor's device.
+const NOT_KEPT: &[&str] = &[
+    "size",
+    "dim",
+    "numel",
+    "nelement",
+    "element_size",
+    "data_ptr",
+    "keys",
+    "items",
+    "values",
+    "sum",
+    "mean",
+    "count_nonzero",
+    "norm",
+    "std",
+    "var",
+    "all",
+    "any",
+    "prod",
 ];
 
 impl<'a> SemanticModel<'a> {
@@ -73,8 +70,13 @@ impl<'a> SemanticModel<'a> {
                                 .is_some_and(|a| self.device_output_at(a, site, depth + 1));
                         }
                     }
-                    if STAYS.contains(&m) {
-                        return self.device_output_at(recv, site, depth + 1);
+                    // A method of a model output keeps it on the device; a method of a
+                    // model is a forward (below).
+                    if NOT_KEPT.contains(&m) {
+                        return false;
+                    }
+                    if self.device_output_at(recv, site, depth + 1) {
+                        return true;
                     }
                 }
                 // A forward: `model(x)`, `self.net(x)`, `model.forward(x)`, or another
