@@ -19,7 +19,9 @@ declare_rule! {
     ///
     /// Not flagged: detached values (`.item()`, `.detach()`, `float(...)`), code under
     /// `torch.no_grad()`/`torch.inference_mode()` (or Lightning's `validation_step`),
-    /// containers created fresh in the same iteration, containers that are later
+    /// containers created fresh in the same iteration (or in each step of a loop
+    /// around, when the inner loop repeats a fixed count or walks chunks of that step's
+    /// batch, as gradient accumulation over micro-batches does), containers that are later
     /// backpropagated (`torch.stack(losses).sum().backward()`), and objects of another
     /// package's class whose `append` is that library's (MONAI's `CumulativeAverage`
     /// detaches what it is given), and code in which nothing can require grad: a

@@ -799,6 +799,13 @@ impl<'a> Builder<'a> {
                     if let Some(key) = self.target_key(e) {
                         let name = self.text(e);
                         self.add_binding(key, kind, name, value, Some(i as u32), pos);
+                    } else if matches!(
+                        e.kind_str(),
+                        "tuple_pattern" | "list_pattern" | "pattern_list"
+                    ) {
+                        // `for step, (x, y) in enumerate(loader)`: the names inside are
+                        // bound too, as parts of element `i` of the value.
+                        self.bind_nested(e, value, kind, i as u32, pos);
                     }
                 }
             }
@@ -808,6 +815,30 @@ impl<'a> Builder<'a> {
                     let name = self.text(t);
                     self.add_binding(key, kind, name, value, None, pos);
                 }
+            }
+        }
+    }
+
+    fn bind_nested(
+        &mut self,
+        target: Node<'a>,
+        value: Option<Node<'a>>,
+        kind: BindingKind,
+        index: u32,
+        pos: usize,
+    ) {
+        let mut c = target.walk();
+        let elems: Vec<Node<'a>> = target.named_children(&mut c).collect();
+        for e in elems {
+            let e = unwrap_parens(e);
+            if let Some(key) = self.target_key(e) {
+                let name = self.text(e);
+                self.add_binding(key, kind, name, value, Some(index), pos);
+            } else if matches!(
+                e.kind_str(),
+                "tuple_pattern" | "list_pattern" | "pattern_list"
+            ) {
+                self.bind_nested(e, value, kind, index, pos);
             }
         }
     }

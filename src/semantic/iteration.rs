@@ -230,7 +230,8 @@ impl<'a> SemanticModel<'a> {
     /// Whether the value of `expr` stored or accumulated at `site` lives only through
     /// one iteration of an outer loop: the innermost loop repeats an update a fixed
     /// number of times (`for _ in range(n_critic):`, `for i in range(len(netsD)):`,
-    /// fetching no data of its own)
+    /// fetching no data of its own) or walks pieces of the outer loop's item (chunks
+    /// of the step's batch)
     /// inside a loop over data, and the container is bound afresh in each iteration of
     /// that outer loop (`d_total = 0.0` before the repeats). What it keeps is bounded
     /// by the repeat count and freed every step; it does not grow over training.
@@ -265,13 +266,23 @@ impl<'a> SemanticModel<'a> {
             let last = match n.kind_str() {
                 "identifier" => self.text(n),
                 "attribute" => n.field("attribute").map_or("", |a| self.text(a)),
+                // `range(models["cascade_level"])`: the key names the count.
+                "subscript" => match n.field("subscript").map(unwrap_parens) {
+                    Some(k) if k.kind_str() == "string" => {
+                        let t = self.text(k);
+                        t.trim_matches(|c| c == '"' || c == '\'')
+                    }
+                    _ => return false,
+                },
                 "integer" => return true,
                 _ => return false,
             };
             !names::is_data_name(last)
         };
         let repeats = lp.kind == LoopKind::For
-            && lp.iter.is_some_and(count_only)
+            && lp
+                .iter
+                .is_some_and(|i| count_only(i) || self.pieces_of_item(i, parent))
             && !self
                 .calls_in_loop(l)
                 .any(|(_, c)| self.text(c.function) == "next");
@@ -339,6 +350,70 @@ impl<'a> SemanticModel<'a> {
                 )
         });
         iterates && v.field("arguments").is_some_and(|a| self.mentions_data(a))
+    }
+
+    /// Whether the header of a loop inside loop `outer` walks pieces of `outer`'s
+    /// current item: a name in it is bound, in `outer`'s body, from `outer`'s own loop
+    /// target (`for chunk_x, chunk_y in zip(x_chunks, y_chunks):` after `x_chunks =
+    /// split(x)` where `x` is the batch). Its length is bounded by one item.
+    fn pieces_of_item(&self, header: Node<'_>, outer: LoopId) -> bool {
+        let derives = |n: Node<'_>, site: Site| -> bool {
+            let mut stack = vec![(n, site, 0u32)];
+            let mut budget = 128;
+            while let Some((x, site, depth)) = stack.pop() {
+                budget -= 1;
+                if budget == 0 {
+                    return false;
+                }
+                match x.kind_str() {
+                    "identifier" => {
+                        let Some(b) = self.resolve(x, site, x.start_byte()) else {
+                            continue;
+                        };
+                        let bd = &self.bindings[b];
+                        if bd.site.loop_ != Some(outer) {
+                            continue;
+                        }
+                        if bd.kind == BindingKind::ForTarget {
+                            return true;
+                        }
+                        if bd.kind == BindingKind::Assign && depth < 4 {
+                            if let Some(v) = bd.value {
+                                stack.push((v, bd.site, depth + 1));
+                            }
+                        }
+                    }
+                    "lambda" | "string" => {}
+                    _ => {
+                        let mut c = x.walk();
+                        stack.extend(x.named_children(&mut c).map(|y| (y, site, depth)));
+                    }
+                }
+            }
+            false
+        };
+        let site = Site {
+            scope: self.loop_(outer).scope,
+            loop_: Some(outer),
+            grad: GradMode::Default,
+        };
+        !self.mentions_loader(header) && derives(header, site)
+    }
+
+    /// Whether an expression names a loader or dataset (not a batch drawn from one).
+    fn mentions_loader(&self, expr: Node<'_>) -> bool {
+        let mut cursor = expr.walk();
+        let mut stack = vec![expr];
+        while let Some(n) = stack.pop() {
+            if n.kind_str() == "identifier" {
+                let l = self.text(n).to_ascii_lowercase();
+                if l.contains("loader") || l.contains("dataset") {
+                    return true;
+                }
+            }
+            stack.extend(n.named_children(&mut cursor));
+        }
+        false
     }
 
     /// Whether an expression names data or steps (`train_loader`, `range(args.epochs)`).
