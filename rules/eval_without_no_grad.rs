@@ -30,6 +30,8 @@ declare_rule! {
     /// that runs the model is a region of its own (the test loop, then a figure drawn
     /// example by example), and a call into a helper already reported is not reported
     /// again. The model is recognised by what is done with it (`extractor.eval()`,
+    /// a name bound to one of its methods: `encode = gen_a.encode if a2b else
+    /// gen_b.encode`,
     /// `self.qf.parameters()`, or handed to a project helper that uses it so:
     /// `soft_update(self.target_qf, self.qf, tau)`), not only by its name; a value handed
     /// to a project helper that returns it detached (`ptu.get_numpy(q)`) is a detached
@@ -1718,6 +1720,11 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return true;
         }
         let f = unwrap_parens(c.function);
+        // A name bound to a method of a module (`encode = trainer.gen_a.encode if a2b
+        // else trainer.gen_b.encode`): calling it runs that module.
+        if f.kind_str() == "identifier" && self.bound_method_of_module(f, c.site) {
+            return true;
+        }
         // A name some function of the file handles as a module, unless its value here is
         // known to be something else (`generator = pipeline(...)` beside a GAN's
         // `generator.eval()` elsewhere in the file).
@@ -1765,6 +1772,55 @@ impl<'m, 'a> Forwards<'m, 'a> {
             return recv.kind_str() != "identifier" || m.text(recv) != "self";
         }
         false
+    }
+
+    /// Whether the name `f` is bound to a method of a module that runs a forward (in
+    /// every branch of a conditional expression).
+    fn bound_method_of_module(&self, f: Node<'a>, site: crate::semantic::Site) -> bool {
+        let m = self.model;
+        let Some(b) = m.binding_of(f, site) else {
+            return false;
+        };
+        if b.kind != crate::semantic::BindingKind::Assign || b.index.is_some() {
+            return false;
+        }
+        let Some(v) = b.value.map(unwrap_parens) else {
+            return false;
+        };
+        // What the method does, from its definitions in this file, else from the
+        // project's module classes (`encode` of a generator defined elsewhere); an
+        // attribute that is no such method (`model.tokenizer`) is not a forward.
+        let runs_forward = |meth: &str| {
+            let defs: Vec<ScopeId> = method_defs(m, meth).collect();
+            if defs.is_empty() {
+                m.project().is_some_and(|p| p.forward_method(meth))
+            } else {
+                // A static helper of the class (no `self`) runs none of its modules.
+                defs.into_iter().any(|g| {
+                    m.scope(g).params.first().is_some_and(|p| *p == "self") && self.function_runs_forward(g)
+                })
+            }
+        };
+        let method = |x: Node<'a>| {
+            let x = unwrap_parens(x);
+            x.kind_str() == "attribute"
+                && x.field("attribute").is_some_and(|a| {
+                    let meth = m.text(a);
+                    !names::is_module_api_method(meth) && runs_forward(meth)
+                })
+                && x.field("object").is_some_and(|o| {
+                    let t = m.text(unwrap_parens(o));
+                    self.handled_as_module.contains(&t) || m.value(o, b.site) == Value::Module
+                })
+        };
+        if v.kind_str() == "conditional_expression" {
+            let mut c = v.walk();
+            let parts: Vec<Node<'a>> = v.named_children(&mut c).collect();
+            // `a if cond else b`: the two values, not the condition.
+            parts.len() == 3 && method(parts[0]) && method(parts[2])
+        } else {
+            method(v)
+        }
     }
 
     /// A call of a module whose parameters are all frozen: on inputs that ask for no
