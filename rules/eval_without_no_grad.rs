@@ -210,6 +210,8 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
     // A file that trains nothing and loads no weights: its `__main__` block can only
     // run untrained models. Decided once: asked for every candidate forward.
     let untrained_script = !model.trains() && !loads_weights(model);
+    // `volatile=True` is rare: a file without the word has no such input to trace.
+    let volatile_file = model.text(model.root).contains("volatile");
     let functions = model
         .scopes
         .ids()
@@ -377,7 +379,9 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
         // Forwards on `volatile=True` inputs, last: a region already found says more.
         let mut volatile: Vec<Option<LoopId>> = calls
             .iter()
-            .filter(|&&i| model.function_of(model.calls[i].site.scope) == f && model.volatile_input(i))
+            .filter(|&&i| {
+                volatile_file && model.function_of(model.calls[i].site.scope) == f && model.volatile_input(i)
+            })
             .map(|&i| model.calls[i].site.loop_)
             .collect();
         volatile.dedup();
