@@ -795,18 +795,7 @@ impl<'a> Builder<'a> {
                     .filter(|n| n.kind_str() != "comment")
                     .collect();
                 for (i, e) in elems.into_iter().enumerate() {
-                    let e = unwrap_parens(e);
-                    if let Some(key) = self.target_key(e) {
-                        let name = self.text(e);
-                        self.add_binding(key, kind, name, value, Some(i as u32), pos);
-                    } else if matches!(
-                        e.kind_str(),
-                        "tuple_pattern" | "list_pattern" | "pattern_list"
-                    ) {
-                        // `for step, (x, y) in enumerate(loader)`: the names inside are
-                        // bound too, as parts of element `i` of the value.
-                        self.bind_nested(e, value, kind, i as u32, pos);
-                    }
+                    self.bind_element(e, value, kind, i as u32, pos);
                 }
             }
             _ => {
@@ -819,26 +808,28 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn bind_nested(
+    /// Binds element `index` of an unpacking target. A nested pattern (`for step, (x,
+    /// y) in enumerate(loader)`) binds its names too, as parts of that element.
+    fn bind_element(
         &mut self,
-        target: Node<'a>,
+        e: Node<'a>,
         value: Option<Node<'a>>,
         kind: BindingKind,
         index: u32,
         pos: usize,
     ) {
-        let mut c = target.walk();
-        let elems: Vec<Node<'a>> = target.named_children(&mut c).collect();
-        for e in elems {
-            let e = unwrap_parens(e);
-            if let Some(key) = self.target_key(e) {
-                let name = self.text(e);
-                self.add_binding(key, kind, name, value, Some(index), pos);
-            } else if matches!(
-                e.kind_str(),
-                "tuple_pattern" | "list_pattern" | "pattern_list"
-            ) {
-                self.bind_nested(e, value, kind, index, pos);
+        let e = unwrap_parens(e);
+        if let Some(key) = self.target_key(e) {
+            let name = self.text(e);
+            self.add_binding(key, kind, name, value, Some(index), pos);
+        } else if matches!(
+            e.kind_str(),
+            "tuple_pattern" | "list_pattern" | "pattern_list"
+        ) {
+            let mut c = e.walk();
+            let inner: Vec<Node<'a>> = e.named_children(&mut c).collect();
+            for x in inner {
+                self.bind_element(x, value, kind, index, pos);
             }
         }
     }
