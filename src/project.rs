@@ -91,6 +91,10 @@ pub struct FnSummary {
     /// whole output carries none.
     #[serde(default)]
     pub detached_outputs: Vec<u32>,
+    /// Module-level functions only: the positions of the returned tuple that carry no
+    /// graph on every return (`return loss, {"adv": loss_adv.item()}` gives `[1]`).
+    #[serde(default)]
+    pub detached_elements: Vec<u32>,
     /// Calls nothing but torch, math and NumPy functions and plain builtins (a
     /// `process_out` that scales and shifts): it runs no forward, whatever the
     /// receiver it is called on.
@@ -195,6 +199,9 @@ pub struct FileFacts {
     pub training_callers: BTreeSet<String>,
     /// Imported names that are project functions returning detached values.
     pub detached_imports: BTreeSet<String>,
+    /// Imported names that are project functions returning a tuple some elements of
+    /// which carry no graph, with those positions (see [`FnSummary::detached_elements`]).
+    pub detached_element_imports: BTreeMap<String, Vec<u32>>,
     /// Method names whose every project definition returns a detached value.
     /// One set for the whole project, shared by every file's facts.
     pub detached_methods: Arc<BTreeSet<String>>,
@@ -300,6 +307,7 @@ pub enum FactQuery {
     Torch,
     ExternalCaller(String),
     DetachedImport(String),
+    DetachedElements(String),
     DetachedMethod(String),
     ModuleImport(String),
     BackwardParams(String),
@@ -340,6 +348,9 @@ impl FactQuery {
             FactQuery::ExternalCaller(n) => Answer::Caller(f.external_callers.get(n).copied()),
             FactQuery::TrainingCaller(n) => Answer::Bool(f.training_callers.contains(n)),
             FactQuery::DetachedImport(n) => Answer::Bool(f.detached_imports.contains(n)),
+            FactQuery::DetachedElements(n) => {
+                Answer::Params(f.detached_element_imports.get(n).map(Vec::as_slice))
+            }
             FactQuery::DetachedMethod(n) => Answer::Bool(f.detached_methods.contains(n)),
             FactQuery::ModuleImport(n) => Answer::Bool(f.module_imports.contains(n)),
             FactQuery::BackwardParams(n) => {
@@ -427,6 +438,16 @@ impl<'m> Facts<'m> {
     pub fn detached_import(&self, name: &str) -> bool {
         self.ask(|| FactQuery::DetachedImport(name.to_owned()));
         self.facts.detached_imports.contains(name)
+    }
+
+    /// The positions of the tuple that the imported project function `name` returns
+    /// which carry no graph.
+    pub fn detached_elements(&self, name: &str) -> Option<&'m [u32]> {
+        self.ask(|| FactQuery::DetachedElements(name.to_owned()));
+        self.facts
+            .detached_element_imports
+            .get(name)
+            .map(Vec::as_slice)
     }
 
     /// Whether every project definition of the method `name` returns a detached value.
@@ -973,6 +994,13 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     model.detached_outputs(id)
                 }
                 _ => Vec::new(),
+            },
+            detached_elements: if top_level {
+                let mut d = model.detached_outputs(id);
+                d.retain(|&i| i != u32::MAX);
+                d
+            } else {
+                Vec::new()
             },
             inert,
             no_grad_decorator: scope.class.is_none()
@@ -1809,6 +1837,10 @@ impl ProjectIndex {
                             if g.returns_detached {
                                 f.detached_imports.insert(qualify(&g.name));
                             }
+                            if !g.detached_elements.is_empty() {
+                                f.detached_element_imports
+                                    .insert(qualify(&g.name), g.detached_elements.clone());
+                            }
                         }
                         f.frozen_imports
                             .extend(ts.frozen_classes.iter().map(qualify));
@@ -1826,6 +1858,14 @@ impl ProjectIndex {
                         .any(|g| g.name == def && g.returns_detached)
                     {
                         f.detached_imports.insert(i.local.clone());
+                    }
+                    if let Some(g) = ts
+                        .functions
+                        .iter()
+                        .find(|g| g.name == def && !g.method && !g.detached_elements.is_empty())
+                    {
+                        f.detached_element_imports
+                            .insert(i.local.clone(), g.detached_elements.clone());
                     }
                     if ts.functions.iter().any(|g| {
                         g.name == def

@@ -693,6 +693,14 @@ impl<'a> SemanticModel<'a> {
                 } else if self.imported_forward_detached(val, site, i) {
                     return Value::Detached;
                 }
+                // `g_loss, g_logs = compute_g_loss(...)` with a helper of another file
+                // returning `loss, {"adv": loss_adv.item()}`: the second is detached.
+                if let (Some(p), Some(name)) = (self.project(), self.imported_function(func, site))
+                {
+                    if p.detached_elements(name).is_some_and(|d| d.contains(&i)) {
+                        return Value::Detached;
+                    }
+                }
                 match self.eval_call(val, site, d) {
                     g @ Value::Graph(_) => g,
                     Value::Detached => Value::Detached,
@@ -915,30 +923,15 @@ impl<'a> SemanticModel<'a> {
         // A function or method of another project file that returns a detached value
         // (a helper returning `loss.item()`, a loss object's `get_loss()`).
         if let (None, Some(p)) = (same_file, self.project()) {
-            let detached = match func.kind_str() {
-                "identifier" => {
-                    p.detached_import(self.text(func))
-                        && self
-                            .resolve(func, site, func.start_byte())
-                            .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
-                }
+            let detached = match self.imported_function(func, site) {
+                Some(name) if p.detached_import(name) => true,
+                _ if func.kind_str() == "identifier" => false,
                 // An attribute this file binds (`self.value = nn.Linear(...)`) is that
                 // object, not a project method that happens to share its name.
                 // A tensor reduction is the tensor's own unless the receiver is an
                 // instance of a class of this file (`loss.mean()` beside a project's
                 // `MeanBuffer.mean`).
-                // `ptu.get_numpy(x)`: a function of an imported project module.
-                "attribute"
-                    if func.field("object").is_some_and(|o| {
-                        o.kind_str() == "identifier"
-                            && self
-                                .resolve(o, site, o.start_byte())
-                                .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
-                    }) && p.detached_import(self.text(func)) =>
-                {
-                    true
-                }
-                "attribute" => {
+                _ if func.kind_str() == "attribute" => {
                     self.resolve(func, site, func.start_byte()).is_none()
                         && func.field("attribute").is_some_and(|a| {
                             let m = self.text(a);
@@ -1172,9 +1165,45 @@ impl<'a> SemanticModel<'a> {
             } else {
                 self.produce(Origin::Loss, site)
             }
+        } else if (name == "dict" || name.starts_with(|c: char| c.is_ascii_uppercase()))
+            && self.record_of_detached(call, site, d)
+        {
+            // `Munch(adv=loss_adv.item(), cyc=loss_cyc.item())`: a record built from
+            // values without a graph has none.
+            Value::Detached
         } else {
             Value::Unknown
         }
+    }
+
+    /// Every argument of `call`, positional or keyword, carries no graph, and one is
+    /// computed rather than a literal: the constructor of a record holding computed
+    /// values (a class built from literal settings alone may be a model).
+    fn record_of_detached(&self, call: Node<'_>, site: Site, d: u32) -> bool {
+        let Some(args) = call.field("arguments") else {
+            return false;
+        };
+        let mut computed = false;
+        let mut c = args.walk();
+        for a in args.named_children(&mut c) {
+            let v = match a.kind_str() {
+                "keyword_argument" => match a.field("value") {
+                    Some(v) => v,
+                    None => return false,
+                },
+                "comment" => continue,
+                "list_splat" | "dictionary_splat" | "generator_expression" => return false,
+                _ => a,
+            };
+            if self.eval(v, site, d) != Value::Detached {
+                return false;
+            }
+            computed |= !matches!(
+                unwrap_parens(v).kind_str(),
+                "integer" | "float" | "string" | "true" | "false" | "none"
+            );
+        }
+        computed
     }
 
     fn eval_method_call(&self, node: Node<'_>, func: Node<'_>, site: Site, d: u32) -> Value {
@@ -1862,6 +1891,23 @@ impl<'a> SemanticModel<'a> {
 
     /// Whether `call` runs the forward of a module class of another project file that
     /// returns no graph at `index` (`u32::MAX`: the whole output).
+    /// The name by which `func` calls a function of another file: an imported name
+    /// (`get_numpy`), or a function of an imported module (`ptu.get_numpy`).
+    fn imported_function(&self, func: Node<'_>, site: Site) -> Option<&'a str> {
+        let imported = |n: Node<'_>| {
+            n.kind_str() == "identifier"
+                && self
+                    .resolve(n, site, n.start_byte())
+                    .is_some_and(|b| self.bindings[b].kind == BindingKind::Import)
+        };
+        let ok = match func.kind_str() {
+            "identifier" => imported(func),
+            "attribute" => func.field("object").is_some_and(imported),
+            _ => false,
+        };
+        ok.then(|| self.text(func))
+    }
+
     fn imported_forward_detached(&self, call: Node<'_>, site: Site, index: u32) -> bool {
         let Some(p) = self.project() else {
             return false;
