@@ -576,6 +576,9 @@ impl<'a> SemanticModel<'a> {
                 None => self.eval(val, bd.site, d),
                 Some(i) => self.eval_element(val, i, bd.site, d),
             },
+            (BindingKind::ForTarget, Some(iter)) if self.counts(iter, bd.index, bd.site) => {
+                Value::Detached
+            }
             _ => Value::Unknown,
         };
         // A container that starts empty holds what is grown into it.
@@ -590,6 +593,24 @@ impl<'a> SemanticModel<'a> {
         };
         self.memo.binding_values.borrow_mut()[b] = Memo::Done(v);
         v
+    }
+
+    /// Whether element `index` of what `iter` yields is a Python int: the value of
+    /// `for i in range(n)`, the counter of `for step, batch in enumerate(loader)`.
+    fn counts(&self, iter: Node<'_>, index: Option<u32>, site: Site) -> bool {
+        let iter = unwrap_parens(iter);
+        let Some(func) = iter.field("function") else {
+            return false;
+        };
+        if func.kind_str() != "identifier" || self.resolve(func, site, func.start_byte()).is_some()
+        {
+            return false;
+        }
+        match (self.text(func), index) {
+            ("range" | "trange", None) => true,
+            ("enumerate", Some(0)) => true,
+            _ => false,
+        }
     }
 
     /// The binding of the same name just before augmented binding `b`.
