@@ -19,6 +19,9 @@ declare_rule! {
     /// batch until then, as a concatenation does. A loop over an array in batch-sized
     /// strides (`range(0, len(images), batch_size)`) is a loop over the evaluation set,
     /// and so is a loop over a progress bar made over the loader (`bar = tqdm(loader)`).
+    /// Any other loop over strides or chunks (`range(0, n, step)`, `x.split(size)`)
+    /// counts when the concatenation goes to the host after it (`.tolist()`, `.cpu()`,
+    /// a saver): a batch decoded in slices and then used on the device is not flagged.
     ///
     /// ## Why is this bad?
     /// Every batch's outputs stay in device memory until the loop ends: memory grows with
@@ -130,8 +133,20 @@ fn check_growth(
     cuda: &mut Option<bool>,
     out: &mut Vec<Diagnostic>,
 ) {
-    let Some(Iteration::Loop(l)) = model.iteration(site) else {
-        return;
+    // The step loop around the store; failing that, the innermost loop outside model
+    // code that evaluates in chunks (`for chunk in x.split(bs)`, `range(0, n, bs)`)
+    // when the concatenation goes to the host after it: moving each chunk as it comes
+    // would have kept the device free.
+    let l = match (model.iteration(site), site.loop_) {
+        (Some(Iteration::Loop(l)), _) => l,
+        (_, Some(l))
+            if model.walks_in_chunks(l)
+                && !model.in_model_code(l)
+                && model.concatenation_leaves_device(unwrap_parens(container), l) =>
+        {
+            l
+        }
+        _ => return,
     };
     // An evaluation loop: it neither backpropagates nor steps an optimizer.
     let unit_trains = |l| {
@@ -180,7 +195,7 @@ fn check_growth(
         }
         false
     };
-    if !model.lives_across_iterations(container, site) || growth == Growth::Collected && !concatenated() {
+    if !model.lives_across(container, site, Some(l)) || growth == Growth::Collected && !concatenated() {
         return;
     }
     // A tuple of fields per item (`stats.append((correct, conf, cls))`): any field on

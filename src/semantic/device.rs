@@ -179,6 +179,80 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// Whether the container `container`, concatenated after loop `l` in the same
+    /// function, goes to the host there: the concatenation is moved at once
+    /// (`torch.cat(scores).tolist()`), or the name bound to it is later moved, turned
+    /// into Python values or handed to a saver (`save_image(outputs, ...)`). A
+    /// concatenation used on the device (the latents of a batch decoded in slices)
+    /// would be built there whatever the loop did.
+    pub fn concatenation_leaves_device(&self, container: Node<'_>, l: LoopId) -> bool {
+        if container.kind_str() != "identifier" {
+            return false;
+        }
+        let name = self.text(container);
+        let lp = self.loop_(l);
+        let f = self.function_of(lp.scope);
+        let end = lp.node.end_byte();
+        let host_method = |n: Node<'_>| {
+            n.kind_str() == "attribute"
+                && n.field("attribute")
+                    .is_some_and(|a| TO_HOST.contains(&self.text(a)))
+        };
+        self.calls.iter().any(|c| {
+            if c.node.start_byte() < end || self.function_of(c.site.scope) != f {
+                return false;
+            }
+            let concatenates = self.qualified(c.function).is_some_and(|q| {
+                q.is_torch() && matches!(q.last(), Some("cat" | "stack" | "vstack" | "hstack"))
+            }) && self
+                .positional_args(c.node)
+                .next()
+                .is_some_and(|a| self.text(unwrap_parens(a)) == name);
+            if !concatenates {
+                return false;
+            }
+            // `torch.cat(x).view(n, -1).cpu()`: up the chain of method calls.
+            let mut n = c.node;
+            while let Some(p) = n.parent() {
+                match p.kind_str() {
+                    "attribute" if host_method(p) => return true,
+                    "attribute" | "call" | "parenthesized_expression" => n = p,
+                    _ => break,
+                }
+            }
+            let Some(assign) = n.parent().filter(|p| p.kind_str() == "assignment") else {
+                return false;
+            };
+            let Some(target) = assign
+                .field("left")
+                .filter(|t| t.kind_str() == "identifier")
+            else {
+                return false;
+            };
+            let after = assign.end_byte();
+            let Some(binding) = self.resolve(target, c.site, after) else {
+                return false;
+            };
+            // Reads of this binding, not of a later one computed from it on the device.
+            let reads = |n: Node<'_>, site: Site| {
+                let n = unwrap_parens(n);
+                n.kind_str() == "identifier"
+                    && self.resolve(n, site, n.start_byte()) == Some(binding)
+            };
+            self.calls.iter().any(|r| {
+                if r.node.start_byte() < after || self.function_of(r.site.scope) != f {
+                    return false;
+                }
+                let func = r.function;
+                let moved =
+                    host_method(func) && func.field("object").is_some_and(|o| reads(o, r.site));
+                let saved = self.text(func).to_ascii_lowercase().contains("save")
+                    && self.positional_args(r.node).any(|a| reads(a, r.site));
+                moved || saved
+            })
+        })
+    }
+
     /// Whether `expr` is the target of a comprehension that walks the container `name`
     /// (`[torch.cat(x, 0) for x in zip(*stats)]`: each field of a list of tuples,
     /// concatenated).

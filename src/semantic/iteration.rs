@@ -164,14 +164,8 @@ impl<'a> SemanticModel<'a> {
             return true;
         }
         let lp = self.loop_(l);
-        if let Some(f) = self.function_of(lp.scope) {
-            let s = self.scope(f);
-            let model_code = s.name == "forward"
-                || self.class_of(f).is_some_and(|c| self.is_module_class(c))
-                    && !self.is_per_step_hook(f);
-            if model_code {
-                return false;
-            }
+        if self.in_model_code(l) {
+            return false;
         }
         let header = match lp.kind {
             LoopKind::For => lp.iter,
@@ -191,6 +185,17 @@ impl<'a> SemanticModel<'a> {
                     || self.text(c.function) == "next"
                         && c.arguments.is_some_and(|a| self.mentions_data(a))
             })
+    }
+
+    /// Whether loop `l` is part of a model's own computation: in a `forward`, or in a
+    /// method of a module class that frameworks do not call once per step (a loop over
+    /// layers, over time steps of one decode).
+    pub fn in_model_code(&self, l: LoopId) -> bool {
+        self.function_of(self.loop_(l).scope).is_some_and(|f| {
+            self.scope(f).name == "forward"
+                || self.class_of(f).is_some_and(|c| self.is_module_class(c))
+                    && !self.is_per_step_hook(f)
+        })
     }
 
     /// Whether a loop header walks a dataset by batches: `range(0, n, batch_size)`
@@ -225,6 +230,63 @@ impl<'a> SemanticModel<'a> {
                 let t = self.text(unwrap_parens(step)).to_ascii_lowercase();
                 t.contains("batch") || t == "bs" || t.ends_with(".bs") || t.ends_with("_bs")
             })
+    }
+
+    /// Whether a `for` loop walks something in strides or chunks: `range(0, n, step)`
+    /// with a step other than 1, `x.split(size)`, `torch.chunk(x, n)`, directly, through
+    /// a progress bar or `enumerate`, or through a name bound to one in the same scope.
+    /// Each iteration is one slice of a larger input: an evaluation in chunks.
+    pub fn walks_in_chunks(&self, l: LoopId) -> bool {
+        let lp = self.loop_(l);
+        if lp.kind != LoopKind::For {
+            return false;
+        }
+        let Some(mut h) = lp.iter.map(unwrap_parens) else {
+            return false;
+        };
+        for _ in 0..4 {
+            if h.kind_str() == "identifier" {
+                let site = Site {
+                    scope: lp.scope,
+                    loop_: None,
+                    grad: GradMode::Default,
+                };
+                let Some(b) = self.resolve(h, site, h.start_byte()) else {
+                    return false;
+                };
+                let bd = &self.bindings[b];
+                match (bd.kind, bd.index, bd.value) {
+                    (BindingKind::Assign, None, Some(v)) => h = unwrap_parens(v),
+                    _ => return false,
+                }
+                continue;
+            }
+            if h.kind_str() != "call" {
+                return false;
+            }
+            let Some(func) = h.field("function") else {
+                return false;
+            };
+            let name = match func.kind_str() {
+                "attribute" => func.field("attribute").map_or("", |a| self.text(a)),
+                _ => self.text(func),
+            };
+            match name {
+                "range" | "trange" => {
+                    return self
+                        .positional_args(h)
+                        .nth(2)
+                        .is_some_and(|step| !matches!(self.text(unwrap_parens(step)), "1" | "-1"));
+                }
+                "split" | "chunk" | "array_split" | "tensor_split" => return true,
+                "tqdm" | "enumerate" => match self.positional_args(h).next() {
+                    Some(a) => h = unwrap_parens(a),
+                    None => return false,
+                },
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Whether the value of `expr` stored or accumulated at `site` lives only through
@@ -474,11 +536,17 @@ impl<'a> SemanticModel<'a> {
     }
 
     pub fn lives_across_iterations(&self, expr: Node<'_>, site: Site) -> bool {
+        self.lives_across(expr, site, self.step_loop(site))
+    }
+
+    /// Whether the container `expr` read at `site` keeps its value from one iteration
+    /// of loop `step` to the next (with `None`, from one call of the enclosing
+    /// function to the next).
+    pub fn lives_across(&self, expr: Node<'_>, site: Site, step: Option<LoopId>) -> bool {
         let Some(key) = self.name_key(expr, site.scope) else {
             return false;
         };
         let f = self.function_of(site.scope);
-        let step = self.step_loop(site);
         // Plain assignments only: a file of 100,000 `self.t += loss` has none to scan.
         let candidates = self.assigns.get(&key).map(Vec::as_slice).unwrap_or(&[]);
         let upto = candidates.partition_point(|&b| self.bindings[b].pos <= expr.start_byte());

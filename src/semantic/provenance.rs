@@ -606,11 +606,10 @@ impl<'a> SemanticModel<'a> {
         {
             return false;
         }
-        match (self.text(func), index) {
-            ("range" | "trange", None) => true,
-            ("enumerate", Some(0)) => true,
-            _ => false,
-        }
+        matches!(
+            (self.text(func), index),
+            ("range" | "trange", None) | ("enumerate", Some(0))
+        )
     }
 
     /// The binding of the same name just before augmented binding `b`.
