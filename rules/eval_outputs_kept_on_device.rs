@@ -163,6 +163,17 @@ fn check_growth(
     }
     // Nor does an enclosing loop or the function around it: a rollout collected for
     // the backward pass after it (bounded by its steps) is not an evaluation.
+    // Chunks collected afresh for each item of an enclosing loop (a query's top-k
+    // candidates scored in strides) and used on the device after: one item's worth.
+    if model.walks_in_chunks(l) && !model.concatenation_leaves_device(unwrap_parens(container), l) {
+        let mut enclosing = model.loop_(l).parent;
+        while let Some(p) = enclosing {
+            if !model.lives_across(unwrap_parens(container), site, Some(p)) {
+                return;
+            }
+            enclosing = model.loop_(p).parent;
+        }
+    }
     let f = model.function_of(site.scope);
     let feeds_training = model
         .backwards

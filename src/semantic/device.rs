@@ -98,6 +98,14 @@ impl<'a> SemanticModel<'a> {
                 self.value(callee, site) == Value::Module
                     && (self.placed_on_device(callee, site) || self.inputs_moved(e, site))
             }
+            // `100.0 * feats @ classifier`, `scale * F.normalize(emb)`: arithmetic on a
+            // device tensor stays on its device.
+            "binary_operator" => {
+                e.field("left")
+                    .is_some_and(|l| self.device_output_at(l, site, depth + 1))
+                    || e.field("right")
+                        .is_some_and(|r| self.device_output_at(r, site, depth + 1))
+            }
             // `out.logits`, `outputs[0]`
             "attribute" => e
                 .field("object")
@@ -117,7 +125,37 @@ impl<'a> SemanticModel<'a> {
                     return false;
                 };
                 match b.kind {
+                    // `feat, label = emb[i], ids[i]`: the element bound.
+                    BindingKind::Assign if b.index.is_some() => {
+                        let v = unwrap_parens(v);
+                        let element = if matches!(v.kind_str(), "tuple" | "expression_list") {
+                            let mut c = v.walk();
+                            let items: Vec<Node<'_>> = v
+                                .named_children(&mut c)
+                                .filter(|n| n.kind_str() != "comment")
+                                .collect();
+                            b.index.and_then(|i| items.get(i as usize).copied())
+                        } else {
+                            Some(v)
+                        };
+                        element.is_some_and(|x| self.device_output_at(x, s, depth + 1))
+                    }
                     BindingKind::Assign => self.device_output_at(v, s, depth + 1),
+                    // `feats /= feats.norm(dim=-1, keepdim=True)`: updated in place, the
+                    // value stays where it was.
+                    BindingKind::Augmented => {
+                        let prev = self
+                            .resolve(e, site, e.start_byte())
+                            .and_then(|id| self.previous_binding(id));
+                        prev.is_some_and(|p| {
+                            let pb = &self.bindings[p];
+                            pb.kind == BindingKind::Assign
+                                && pb.index.is_none()
+                                && pb
+                                    .value
+                                    .is_some_and(|pv| self.device_output_at(pv, pb.site, depth + 1))
+                        })
+                    }
                     // `for i, pred in enumerate(preds)`: an item of a device output.
                     BindingKind::ForTarget => {
                         let v = unwrap_parens(v);
@@ -390,15 +428,68 @@ impl<'a> SemanticModel<'a> {
     /// Whether a forward's inputs are moved to a device on the way in
     /// (`model(x.to(device))`, `x = x.cuda()` before it).
     fn inputs_moved(&self, call: Node<'_>, site: Site) -> bool {
-        let moves = |t: &str| t.contains(".cuda(") || t.contains(".to(");
-        self.positional_args(call).any(|a| {
-            let a = unwrap_parens(a);
-            moves(self.text(a))
-                || a.kind_str() == "identifier"
-                    && self
-                        .binding_of(a, site)
-                        .and_then(|b| b.value)
-                        .is_some_and(|v| moves(self.text(v)))
+        let Some(args) = call.field("arguments") else {
+            return false;
+        };
+        let mut c = args.walk();
+        let inputs: Vec<Node<'_>> = args
+            .named_children(&mut c)
+            .filter_map(|a| match a.kind_str() {
+                "keyword_argument" => a.field("value"),
+                "comment" | "list_splat" | "dictionary_splat" => None,
+                _ => Some(a),
+            })
+            .collect();
+        inputs.into_iter().any(|a| self.moved_input(a, site, 0))
+    }
+
+    /// Whether `expr` was moved to a device (`.cuda()`, `.to(device)`) on its way here:
+    /// in the expression itself, or in what the name it reads was bound to, through
+    /// reshapes of the moved tensor (`x = x.to(device); x = x.permute(0, 2, 1)`).
+    fn moved_input(&self, expr: Node<'_>, site: Site, depth: u32) -> bool {
+        let a = unwrap_parens(expr);
+        // `x.to(device).cpu().numpy()`: back on the host.
+        let back = a.kind_str() == "call"
+            && a.field("function").is_some_and(|f| {
+                f.kind_str() == "attribute"
+                    && f.field("attribute")
+                        .is_some_and(|m| TO_HOST.contains(&self.text(m)))
+            });
+        if back {
+            return false;
+        }
+        let t = self.text(a);
+        if t.contains(".cuda(") || t.contains(".to(") {
+            return true;
+        }
+        if depth >= 4 {
+            return false;
+        }
+        // The name the expression starts from: `x` of `x.transpose(1, 3)[:, 0]`.
+        let mut root = a;
+        loop {
+            root = match root.kind_str() {
+                "call" => match root.field("function") {
+                    Some(f) if f.kind_str() == "attribute" => f,
+                    _ => return false,
+                },
+                "attribute" => match root.field("object") {
+                    Some(o) => o,
+                    None => return false,
+                },
+                "subscript" => match root.field("value") {
+                    Some(v) => v,
+                    None => return false,
+                },
+                "parenthesized_expression" => unwrap_parens(root),
+                "identifier" => break,
+                _ => return false,
+            };
+        }
+        self.binding_of(root, site).is_some_and(|b| {
+            matches!(b.kind, BindingKind::Assign | BindingKind::Augmented)
+                && b.value
+                    .is_some_and(|v| self.moved_input(v, b.site, depth + 1))
         })
     }
 }
