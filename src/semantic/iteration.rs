@@ -198,24 +198,30 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
+    /// The value the name `h` read in `scope` was bound to by a plain assignment (not
+    /// an unpacking): what a loop header that names it iterates over.
+    fn plain_value_in(&self, h: Node<'_>, scope: ScopeId) -> Option<Node<'a>> {
+        let site = Site {
+            scope,
+            loop_: None,
+            grad: GradMode::Default,
+        };
+        let bd = &self.bindings[self.resolve(h, site, h.start_byte())?];
+        match (bd.kind, bd.index, bd.value) {
+            (BindingKind::Assign, None, Some(v)) => Some(unwrap_parens(v)),
+            _ => None,
+        }
+    }
+
     /// Whether a loop header walks a dataset by batches: `range(0, n, batch_size)`
     /// (or `trange`), directly or through a name bound to it in the same scope
     /// (`iterator = trange(0, len(images), batch_size)`; `for start in iterator:`).
     fn strides_batches(&self, header: Node<'_>, scope: ScopeId) -> bool {
         let mut h = unwrap_parens(header);
         if h.kind_str() == "identifier" {
-            let site = Site {
-                scope,
-                loop_: None,
-                grad: GradMode::Default,
-            };
-            let Some(b) = self.resolve(h, site, h.start_byte()) else {
-                return false;
-            };
-            let bd = &self.bindings[b];
-            match (bd.kind, bd.index, bd.value) {
-                (BindingKind::Assign, None, Some(v)) => h = unwrap_parens(v),
-                _ => return false,
+            match self.plain_value_in(h, scope) {
+                Some(v) => h = v,
+                None => return false,
             }
         }
         if h.kind_str() != "call" {
@@ -246,18 +252,9 @@ impl<'a> SemanticModel<'a> {
         };
         for _ in 0..4 {
             if h.kind_str() == "identifier" {
-                let site = Site {
-                    scope: lp.scope,
-                    loop_: None,
-                    grad: GradMode::Default,
-                };
-                let Some(b) = self.resolve(h, site, h.start_byte()) else {
-                    return false;
-                };
-                let bd = &self.bindings[b];
-                match (bd.kind, bd.index, bd.value) {
-                    (BindingKind::Assign, None, Some(v)) => h = unwrap_parens(v),
-                    _ => return false,
+                match self.plain_value_in(h, lp.scope) {
+                    Some(v) => h = v,
+                    None => return false,
                 }
                 continue;
             }
