@@ -2,10 +2,14 @@ use crate::prelude::*;
 
 declare_rule! {
     /// ## What it does
-    /// Flags a tokenizer call in a training data path (a function mapped over a dataset,
-    /// a dataset's `__getitem__`, a collate function, in a file that trains) with
+    /// Flags a tokenizer call in a training data path with
     /// `padding="max_length"` (or `pad_to_max_length=True`) and a `max_length` that is
-    /// large (over 256), unset, or not a literal.
+    /// large (over 256), unset, or not a literal. The data path is a function mapped
+    /// over a dataset (also through `partial(f, ...)`, a name bound to it, or the
+    /// closure a factory returns), a function it calls, a dataset's `__getitem__` or a
+    /// collate function, in a file that trains or that a training script imports; a
+    /// function another file of the project maps over its training data is one too,
+    /// wherever it is defined (a `utils.py` with no PyTorch import of its own).
     ///
     /// ## Why is this bad?
     /// Every example is padded to the longest length the model accepts, so every batch

@@ -186,6 +186,15 @@ pub struct FileSummary {
     /// `self_method_calls`.
     #[serde(default)]
     pub hosted_method_calls: BTreeMap<String, BTreeSet<String>>,
+    /// Imported functions that this file maps over data that is not for evaluation
+    /// (`dataset.map(partial(convert_example, ...))`), as calls: `result` marks the
+    /// closure an imported factory returns (`dataset.map(tokenize_fn(tok))`).
+    #[serde(default)]
+    pub mapped: Vec<CallSummary>,
+    /// Summarized from its imports alone (no PyTorch word in it): its functions are
+    /// not listed, so a name it does not import is taken as its own definition.
+    #[serde(default)]
+    pub imports_only: bool,
 }
 
 /// What one file needs from the rest of the project.
@@ -256,6 +265,12 @@ pub struct FileFacts {
     /// disabling gradients in the functions they decorate (see
     /// [`FnSummary::no_grad_decorator`]).
     pub no_grad_decorators: BTreeSet<String>,
+    /// Functions of this file (by [`FnSummary::name`], `factory()` for the closure a
+    /// factory returns) that another file maps over data that is not for evaluation.
+    pub mapped_functions: BTreeSet<String>,
+    /// A file that trains imports this one: its data helpers are that training's
+    /// data path.
+    pub feeds_training: bool,
     /// Whether the file is PyTorch code, through its own imports or the project files
     /// it imports.
     pub torch: bool,
@@ -314,6 +329,8 @@ pub enum FactQuery {
     ModuleParams(String),
     StateDictParams(String),
     ForwardImport(String),
+    MappedFunction(String),
+    FeedsTraining,
     ForwardMethod(String),
     ModelStep(String),
     TrainingMethod(String),
@@ -363,6 +380,8 @@ impl FactQuery {
                 Answer::Params(f.state_dict_param_imports.get(n).map(Vec::as_slice))
             }
             FactQuery::ForwardImport(n) => Answer::Bool(f.forward_imports.contains(n)),
+            FactQuery::MappedFunction(n) => Answer::Bool(f.mapped_functions.contains(n)),
+            FactQuery::FeedsTraining => Answer::Bool(f.feeds_training),
             FactQuery::ForwardMethod(n) => Answer::Bool(f.forward_methods.contains(n)),
             FactQuery::ModelStep(n) => Answer::Bool(f.model_steps.contains(n)),
             FactQuery::TrainingMethod(n) => Answer::Bool(f.training_methods.contains(n)),
@@ -554,6 +573,19 @@ impl<'m> Facts<'m> {
     pub fn no_grad_decorator(&self, name: &str) -> bool {
         self.ask(|| FactQuery::NoGradDecorator(name.to_owned()));
         self.facts.no_grad_decorators.contains(name)
+    }
+
+    /// Whether another file maps this file's function `name` over data that is not
+    /// for evaluation.
+    pub fn mapped_function(&self, name: &str) -> bool {
+        self.ask(|| FactQuery::MappedFunction(name.to_owned()));
+        self.facts.mapped_functions.contains(name)
+    }
+
+    /// Whether a file of the project that trains imports this one.
+    pub fn feeds_training(&self) -> bool {
+        self.ask(|| FactQuery::FeedsTraining);
+        self.facts.feeds_training
     }
 
     pub fn frozen_import(&self, name: &str) -> bool {
@@ -754,7 +786,10 @@ fn needs_model(text: &str) -> bool {
 /// the lines that start an `import` or `from ... import` statement (with their
 /// parenthesized or backslash-continued names), without parsing the file.
 fn summarize_imports(text: &str) -> FileSummary {
-    let mut s = FileSummary::default();
+    let mut s = FileSummary {
+        imports_only: true,
+        ..Default::default()
+    };
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         let t = line.trim_start();
@@ -773,6 +808,11 @@ fn summarize_imports(text: &str) -> FileSummary {
         import_line(stmt.trim(), &mut s.imports);
     }
     finish_imports(&mut s);
+    // A launcher with no PyTorch word (`trainer = RewardModelTrainer(...);
+    // trainer.train()`) still trains: read from the text, as the model would.
+    s.trains = [".backward(", "Trainer(", ".train("]
+        .iter()
+        .any(|n| memchr::memmem::find(text.as_bytes(), n.as_bytes()).is_some());
     s
 }
 
@@ -1061,6 +1101,27 @@ pub fn summarize_model(model: &SemanticModel<'_>) -> FileSummary {
                     trains: !result && trains,
                 });
             }
+        }
+    }
+    for (f, site) in model.mapped_callables() {
+        let (callee, result) = match f.kind_str() {
+            "call" => match f.child_by_field_name("function") {
+                Some(c) => (c, true),
+                None => continue,
+            },
+            _ => (f, false),
+        };
+        let Some((locals, attr)) = callee_locals(model, callee, site, f.start_byte()) else {
+            continue;
+        };
+        for local in locals.into_iter().filter(|l| imported.contains_key(l)) {
+            s.mapped.push(CallSummary {
+                local: local.to_owned(),
+                attr: attr.clone(),
+                no_grad: false,
+                result,
+                trains: false,
+            });
         }
     }
     for call in &model.calls {
@@ -1594,6 +1655,23 @@ impl ProjectIndex {
                 break;
             }
         }
+        // A helper module that a PyTorch file imports (the tokenization of a training
+        // script in a `utils.py` that needs no torch import of its own) runs in that
+        // PyTorch program. Decided after the fixpoint: a file importing such a helper
+        // (a chapter of scikit-learn code sharing an environment check with the
+        // PyTorch chapters) is not made PyTorch by it.
+        for (p, d) in &deps {
+            if !files[*p].torch {
+                continue;
+            }
+            for q in d {
+                if let Some((k, qs)) = files.get_key_value(q) {
+                    if !qs.foreign {
+                        torch.insert(k.as_path(), true);
+                    }
+                }
+            }
+        }
         // Cross-file callers of each function: (file, name) -> all under no_grad.
         let mut callers: BTreeMap<(PathBuf, String), bool> = BTreeMap::new();
         let mut trainers: BTreeSet<(PathBuf, String)> = BTreeSet::new();
@@ -1609,6 +1687,22 @@ impl ProjectIndex {
                 *e &= call.no_grad;
             }
         }
+        // Files that a training file imports, and the functions that such files or
+        // training files map over data that is not for evaluation.
+        let feeding: BTreeSet<&Path> = deps
+            .iter()
+            .filter(|(p, _)| files[**p].trains)
+            .flat_map(|(_, d)| d.iter().map(PathBuf::as_path))
+            .collect();
+        let mapped: BTreeSet<(PathBuf, String)> = files
+            .iter()
+            .filter(|(p, s)| s.trains || feeding.contains(p.as_path()))
+            .flat_map(|(p, s)| {
+                s.mapped
+                    .iter()
+                    .filter_map(|m| resolver.call_target(p, s, m))
+            })
+            .collect();
         // A method whose receiver no summary resolves (`waveglow.infer(mel)` on a model
         // loaded from a checkpoint, `self.eval_step(batch)` in a base class that
         // subclasses in other files override) is called wherever a call of its name
@@ -1792,6 +1886,12 @@ impl ProjectIndex {
             let seen = std::iter::once(p).chain(deps[p.as_path()].iter());
             f.quiet_methods = quiet_methods(seen.filter_map(|q| files.get(q)));
             f.quiet_methods.extend(project_quiet.iter().cloned());
+            f.feeds_training = feeding.contains(p.as_path());
+            f.mapped_functions = mapped
+                .range((p.clone(), String::new())..)
+                .take_while(|(q, _)| q == p)
+                .map(|(_, n)| n.clone())
+                .collect();
             for func in s.functions.iter().filter(|g| g.no_grad_decorator) {
                 f.no_grad_decorators.insert(func.name.clone());
             }
@@ -1804,6 +1904,7 @@ impl ProjectIndex {
                 }
                 // The closure this function returns, called where its result went.
                 let result = format!("{}()", func.name);
+
                 if let Some(&all) = callers.get(&(p.clone(), result.clone())) {
                     f.external_callers.insert(result, all);
                 }
@@ -2145,6 +2246,20 @@ impl Resolver<'_> {
                     return self.definition_in(&f, n, seen);
                 }
             }
+        }
+        // A helper module with no PyTorch word (tokenization in a `utils.py`) defines
+        // what it does not import; its summary lists no functions.
+        // A package's `__init__.py` does not define the submodule of that name.
+        let submodule = file.file_name().is_some_and(|n| n == "__init__.py")
+            && file.parent().is_some_and(|d| {
+                self.files.contains_key(&d.join(format!("{name}.py")))
+                    || self.files.contains_key(&d.join(name).join("__init__.py"))
+            });
+        if s.imports_only
+            && !submodule
+            && !s.imports.iter().any(|i| i.local == name || i.local == "*")
+        {
+            return Some((file.to_path_buf(), name.to_owned()));
         }
         for i in s.imports.iter().filter(|i| i.local == "*") {
             if let Some(f) = self.module_file(file, &i.module) {

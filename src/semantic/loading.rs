@@ -1466,7 +1466,9 @@ impl<'a> SemanticModel<'a> {
         if self.in_getitem(f) {
             return self.trains() || self.project().is_some_and(|p| p.project_trains());
         }
-        if !self.trains() {
+        // A data module that a training script imports (mapping or collating for it)
+        // is on that training's data path.
+        if !self.trains() && !self.project().is_some_and(|p| p.feeds_training()) {
             return false;
         }
         // A lambda passed to `.map(...)`.
@@ -1493,17 +1495,24 @@ impl<'a> SemanticModel<'a> {
         if name.contains("collate") {
             return true;
         }
-        // Mapped over a dataset, or called from a function that is. A function mapped
-        // only over evaluation splits (`datasets["validation"].map(prepare_validation_
-        // features)`) feeds prediction, not training.
+        // Mapped over a dataset (here, or by another file of the project), or called
+        // from a function that is. A function mapped only over evaluation splits
+        // (`datasets["validation"].map(prepare_validation_features)`) feeds
+        // prediction, not training.
         let mapped = self.mapped_functions();
-        mapped.contains(&name)
+        let is_mapped = |g: ScopeId| {
+            mapped.contains(&self.scope(g).name)
+                || self.project().is_some_and(|p| {
+                    crate::project::qualname(self, g)
+                        .or_else(|| crate::project::closure_name(self, g))
+                        .is_some_and(|n| p.mapped_function(&n))
+                })
+        };
+        is_mapped(f)
             || self.calls.iter().any(|c| {
                 c.function.kind_str() == "identifier"
                     && self.text(c.function) == name
-                    && self
-                        .function_of(c.site.scope)
-                        .is_some_and(|g| mapped.contains(&self.scope(g).name))
+                    && self.function_of(c.site.scope).is_some_and(is_mapped)
             })
     }
 
@@ -1524,10 +1533,12 @@ impl<'a> SemanticModel<'a> {
         })
     }
 
-    /// Names of functions passed to `.map(...)` (positionally or as `function=`),
-    /// directly or through `partial(f, ...)`, over data that is not for evaluation
-    /// (not `val_data.map(f)`, `datasets["test"].map(f)`).
-    fn mapped_functions(&self) -> Vec<&'a str> {
+    /// What each `.map(...)` over data that is not for evaluation (not
+    /// `val_data.map(f)`, `datasets["test"].map(f)`) runs, as the expression naming it
+    /// and the site of the map: the function (`f`, `utils.f`), also through
+    /// `partial(f, ...)` and through a name bound to either, or the call of a factory
+    /// whose result is the mapped function (`tokenize_fn(tokenizer)`).
+    pub fn mapped_callables(&self) -> Vec<(Node<'a>, Site)> {
         let mut out = Vec::new();
         for c in &self.calls {
             let Some((recv, "map")) = self.method_call(c) else {
@@ -1543,14 +1554,62 @@ impl<'a> SemanticModel<'a> {
             let Some(mut a) = arg.map(unwrap_parens) else {
                 continue;
             };
-            if a.kind_str() == "call" {
-                match self.positional_args(a).next() {
-                    Some(x) => a = unwrap_parens(x),
-                    None => continue,
+            if a.kind_str() == "identifier" {
+                if let Some(v) = self
+                    .binding_of(a, c.site)
+                    .filter(|b| b.kind == BindingKind::Assign && b.index.is_none())
+                    .and_then(|b| b.value)
+                {
+                    a = unwrap_parens(v);
                 }
             }
-            let t = self.text(a);
-            out.push(t.rsplit('.').next().unwrap_or(t));
+            if a.kind_str() == "call" {
+                let partial = a
+                    .field("function")
+                    .is_some_and(|f| self.text(f).rsplit('.').next() == Some("partial"));
+                if partial {
+                    match self.positional_args(a).next() {
+                        Some(x) => a = unwrap_parens(x),
+                        None => continue,
+                    }
+                }
+            }
+            out.push((a, c.site));
+        }
+        out
+    }
+
+    /// Names of the functions of this file that [`Self::mapped_callables`] maps: a
+    /// name's last segment, or the closures a factory of this file returns.
+    fn mapped_functions(&self) -> Vec<&'a str> {
+        let mut out = Vec::new();
+        for (a, _) in self.mapped_callables() {
+            match a.kind_str() {
+                "identifier" | "attribute" => {
+                    let t = self.text(a);
+                    out.push(t.rsplit('.').next().unwrap_or(t));
+                }
+                "call" => {
+                    let Some(factory) =
+                        a.field("function").filter(|f| f.kind_str() == "identifier")
+                    else {
+                        continue;
+                    };
+                    let factory = self.text(factory);
+                    out.extend(
+                        self.scopes
+                            .iter_enumerated()
+                            .filter(|(_, sc)| {
+                                sc.parent.is_some_and(|p| {
+                                    self.scopes[p].is_function() && self.scopes[p].name == factory
+                                })
+                            })
+                            .filter(|&(i, _)| self.is_returned_closure(i))
+                            .map(|(_, sc)| sc.name),
+                    );
+                }
+                _ => {}
+            }
         }
         out
     }
