@@ -1226,72 +1226,9 @@ fn bound_only_read_detached<'a>(
             .min()
             .unwrap_or(usize::MAX);
         let end = body.end_byte().min(cut);
-        for &n in model.identifiers_in(name, after..end.max(after)) {
-            // Rebound later (alone or in an unpacking): that is a new value.
-            if is_assignment_target(n) {
-                continue;
-            }
-            // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
-            // graph; `out.size()` reads nothing of it.
-            let chain = read_chain(n);
-            // `loss.backward()`, `scaler.scale(loss).backward()`: the graph is wanted.
-            if reaches_backward_call(model, n) {
-                return false;
-            }
-            // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
-            let plotted = chain
-                .parent()
-                .filter(|a| a.kind_str() == "argument_list")
-                .and_then(|a| a.parent())
-                .and_then(|c| c.field("function"))
-                .filter(|f| f.kind_str() == "attribute")
-                .and_then(|f| f.field("attribute"))
-                .is_some_and(|m| names::is_plotting_sink(model.text(m)));
-            // A bare name as a statement: a notebook cell displaying the value (its repr
-            // needs no graph), or nothing at all in a script.
-            let displayed = chain.id() == n.id()
-                && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement");
-            // Formatted into text (`f"{acc:.4f}"`, `f"{is_correct.mean()}"`): a read of
-            // its value, but `f"{out.shape}"` reads only the shape.
-            let formatted = chain.parent().is_some_and(|p| p.kind_str() == "interpolation");
-            // A conversion whose result is thrown away (`q_backup.to(device)` as a
-            // statement, a stray `target.detach()`): nothing flows from it.
-            let discarded = chain.id() != n.id()
-                && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement")
-                && discards_conversion(model, n, chain);
-            // Written into in place (`next_q[done] = 0.0`, `x[mask] += 1`): the same
-            // tensor, read later under its name; the write hands its graph to nothing.
-            let written_into = chain.kind_str() == "subscript"
-                && chain.parent().is_some_and(|a| {
-                    matches!(a.kind_str(), "assignment" | "augmented_assignment")
-                        && a.field("left").is_some_and(|l| l.id() == chain.id())
-                });
-            if discarded || written_into {
-                continue;
-            }
-            let detached = if plotted || displayed {
-                Some(true)
-            } else if chain.id() == n.id() {
-                Some(formatted)
-            } else {
-                match chain_detached(model, n, chain, site) {
-                    Some(false) if formatted => Some(true),
-                    d => d,
-                }
-            };
-            match detached {
-                Some(true) => reads += 1,
-                None => {}
-                // Computed on into a detached read: `torch.multinomial(probs, 1).item()`.
-                Some(false) if computed_into_detached_read(model, chain, site) => reads += 1,
-                // Computed into another name: what becomes of that one.
-                Some(false) => match flows_into_assignment(n) {
-                    Some(q) if depth < 8 && bound_only_read_detached(model, q, body, site, depth + 1, tail_ok) => {
-                        reads += 1;
-                    }
-                    _ => return false,
-                },
-            }
+        match reads_detached(model, name, after..end.max(after), body, site, depth, tail_ok) {
+            Some(r) => reads += r,
+            None => return false,
         }
     }
     // A value computed on into a name that nothing reads afterwards (`input = output`
@@ -1299,6 +1236,129 @@ fn bound_only_read_detached<'a>(
     // graph beyond the step, where `tail_ok`; the value it came from must still be read
     // detached.
     reads > 0 || tail_ok && depth > 0 && !read_after_region(model, p, body, &bound)
+}
+
+/// How many reads of `name` in `range` (inside `body`) are detached, as
+/// [`bound_only_read_detached`] counts them; `None` when one may carry the graph on.
+fn reads_detached<'a>(
+    model: &SemanticModel<'a>,
+    name: &'a str,
+    range: std::ops::Range<usize>,
+    body: Node<'a>,
+    site: Site,
+    depth: u32,
+    tail_ok: bool,
+) -> Option<usize> {
+    let mut reads = 0;
+    for &n in model.identifiers_in(name, range.clone()) {
+        // Rebound later (alone or in an unpacking): that is a new value.
+        if is_assignment_target(n) {
+            continue;
+        }
+        // `torch.max(out.data, 1)` reads through `.data`; a bare use may carry the
+        // graph; `out.size()` reads nothing of it.
+        let chain = read_chain(n);
+        // `loss.backward()`, `scaler.scale(loss).backward()`: the graph is wanted.
+        if reaches_backward_call(model, n) {
+            return None;
+        }
+        // Handed to a plot (whole or indexed): matplotlib converts it to NumPy.
+        let plotted = chain
+            .parent()
+            .filter(|a| a.kind_str() == "argument_list")
+            .and_then(|a| a.parent())
+            .and_then(|c| c.field("function"))
+            .filter(|f| f.kind_str() == "attribute")
+            .and_then(|f| f.field("attribute"))
+            .is_some_and(|m| names::is_plotting_sink(model.text(m)));
+        // A bare name as a statement: a notebook cell displaying the value (its repr
+        // needs no graph), or nothing at all in a script.
+        let displayed = chain.id() == n.id()
+            && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement");
+        // Formatted into text (`f"{acc:.4f}"`, `f"{is_correct.mean()}"`): a read of
+        // its value, but `f"{out.shape}"` reads only the shape.
+        let formatted = chain.parent().is_some_and(|p| p.kind_str() == "interpolation");
+        // A conversion whose result is thrown away (`q_backup.to(device)` as a
+        // statement, a stray `target.detach()`): nothing flows from it.
+        let discarded = chain.id() != n.id()
+            && chain.parent().is_some_and(|p| p.kind_str() == "expression_statement")
+            && discards_conversion(model, n, chain);
+        // Written into in place (`next_q[done] = 0.0`, `x[mask] += 1`): the same
+        // tensor, read later under its name; the write hands its graph to nothing.
+        let written_into = chain.kind_str() == "subscript"
+            && chain.parent().is_some_and(|a| {
+                matches!(a.kind_str(), "assignment" | "augmented_assignment")
+                    && a.field("left").is_some_and(|l| l.id() == chain.id())
+            });
+        if discarded || written_into {
+            continue;
+        }
+        let detached = if plotted || displayed || handed_to_detaching_helper(model, n, depth) {
+            Some(true)
+        } else if chain.id() == n.id() {
+            Some(formatted)
+        } else {
+            match chain_detached(model, n, chain, site) {
+                Some(false) if formatted => Some(true),
+                d => d,
+            }
+        };
+        match detached {
+            Some(true) => reads += 1,
+            None => {}
+            // Computed on into a detached read: `torch.multinomial(probs, 1).item()`.
+            Some(false) if computed_into_detached_read(model, chain, site) => reads += 1,
+            // Computed into another name: what becomes of that one.
+            Some(false) => match flows_into_assignment(n) {
+                Some(q) if depth < 8 && bound_only_read_detached(model, q, body, site, depth + 1, tail_ok) => {
+                    reads += 1;
+                }
+                _ => return None,
+            },
+        }
+    }
+    Some(reads)
+}
+
+/// Whether the bare name `n` is a positional argument of a call of a plain function of
+/// this file that only reads that parameter detached (`view_images(outputs, labels)`
+/// whose first line is `imgs = imgs.detach().cpu().numpy()`): the value's graph ends
+/// in the helper.
+fn handed_to_detaching_helper(model: &SemanticModel<'_>, n: Node<'_>, depth: u32) -> bool {
+    let Some(args) = n.parent().filter(|a| a.kind_str() == "argument_list") else {
+        return false;
+    };
+    let Some(call) = args.parent().and_then(|c| model.call_index(c)) else {
+        return false;
+    };
+    let Some(f) = model.callee(call) else {
+        return false;
+    };
+    let sc = model.scope(f);
+    if depth >= 4 || sc.class.is_some() || !sc.is_function() {
+        return false;
+    }
+    let Some(i) = model.positional_args(model.calls[call].node).position(|a| a.id() == n.id()) else {
+        return false;
+    };
+    let (Some(&param), Some(body)) = (sc.params.get(i), sc.node.field("body")) else {
+        return false;
+    };
+    // Reads after the parameter is rebound at the top of the body (`imgs = imgs.detach()
+    // ...numpy()`) are of the new value.
+    let cut = model
+        .identifiers_in(param, body.start_byte()..body.end_byte())
+        .iter()
+        .filter(|&&t| is_assignment_target(t))
+        .filter_map(|&t| t.parent().filter(|a| a.kind_str() == "assignment"))
+        .find(|a| a.parent().and_then(|s| s.parent()).is_some_and(|b| b.id() == body.id()))
+        .map_or(body.end_byte(), |a| a.end_byte());
+    let site = Site {
+        scope: f,
+        loop_: None,
+        grad: GradMode::Enabled,
+    };
+    reads_detached(model, param, body.start_byte()..cut, body, site, depth + 1, false).is_some_and(|r| r > 0)
 }
 
 /// Whether a call's value is detached in its own chain of reads
