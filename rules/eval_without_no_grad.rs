@@ -65,10 +65,11 @@ declare_rule! {
     /// time, functions that want gradients (`.backward()`,
     /// `torch.autograd.grad`, `requires_grad_()`: saliency maps, adversarial examples,
     /// test-time training), pytest `test_*` functions, and demos of an untrained model:
-    /// a layer or model of the file built just before (no weights loaded, not trained
-    /// yet) run outside any loop on a tensor made up on the spot (`torch.randn(...)`),
-    /// as notebooks show an output shape before training. The same model run on test
-    /// data before training is still reported.
+    /// a layer or model of the file built just before (no weights loaded, not trained,
+    /// not switched to `.eval()` since) run outside any loop, as notebooks show a
+    /// layer's feature maps or a model's output shape before training. The same model
+    /// run on evaluation data (a batch drawn from a test loader, `X_test`) before
+    /// training is still reported.
     ///
     /// ## Example
     /// ```python
@@ -497,7 +498,6 @@ fn check(model: &SemanticModel<'_>, cx: &Context<'_>, out: &mut Vec<Diagnostic>)
                     && !wants_grad_here(model, &exempting, i)
                     && !model.frozen_at(i)
                     && !smoke_test(i)
-                    && !model.untrained_at(i)
                     // The TensorFlow branch of a pipeline (`if self.framework == "tf":`).
                     && !model.foreign_framework_site(c.node)
                     && gate.is_none_or(|(g, _)| guard_of(model, c.node) != Some(g))
@@ -1755,6 +1755,11 @@ impl<'m, 'a> Forwards<'m, 'a> {
         // A frozen module's methods (`encoder.encode(x)` of a class of this file that
         // froze itself) record no graph either.
         if self.is_frozen(call) {
+            return false;
+        }
+        // A network run as it was just built (a shape demo of an untrained layer) is
+        // evaluated by nobody.
+        if m.untrained_at(call) {
             return false;
         }
         // A same-file function or method (`self.load_model(...)` included): what it does.

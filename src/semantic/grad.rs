@@ -946,12 +946,14 @@ impl<'a> SemanticModel<'a> {
 impl<'a> SemanticModel<'a> {
     /// Whether call `i` runs a model built just before it that nothing has trained or
     /// loaded yet: `net = Net()` (a module class of the file, or an `nn` layer, with no
-    /// pretrained-weights argument), fed a tensor made up on the spot, then `net(x)` in the same
-    /// function or cell sequence, outside any loop, with nothing in between that hands
-    /// `net` to a call, loads or fits anything, runs a function of the file (which may
+    /// pretrained-weights argument, also through `net = net.to(device)`), then `net(x)`
+    /// in the same function or cell sequence, outside any loop, on anything but a batch
+    /// drawn from a loader, with nothing in between that hands `net` to a call, calls a
+    /// method of it other than moves, casts and initialisation (`.eval()` called later
+    /// says its author evaluates it), loads or fits anything, runs a function of the file (which may
     /// train `net` as a global), or backpropagates. What a notebook does to show a
-    /// layer's output shape before training: no trained model is evaluated, and the
-    /// one graph is dropped with its output.
+    /// layer's feature maps or a model's output shape before training: no trained model
+    /// is evaluated, and the one graph is dropped with its output.
     pub fn untrained_at(&self, i: CallId) -> bool {
         let c = &self.calls[i];
         if c.site.loop_.is_some() {
@@ -969,27 +971,50 @@ impl<'a> SemanticModel<'a> {
         if recv.kind_str() != "identifier" {
             return false;
         }
-        let Some(b) = self.resolve(recv, c.site, recv.start_byte()) else {
+        let Some(mut b) = self.resolve(recv, c.site, recv.start_byte()) else {
             return false;
         };
-        let bd = &self.bindings[b];
-        if bd.kind != BindingKind::Assign || bd.index.is_some() {
-            return false;
-        }
-        let Some(value) = bd.value else { return false };
         let f = self.function_of(c.site.scope);
-        if self.function_of(bd.site.scope) != f || !self.builds_fresh_module(value) {
+        // Through moves of the same name (`model = model.to(device)`) to where it was built.
+        let value = loop {
+            let bd = &self.bindings[b];
+            if bd.kind != BindingKind::Assign
+                || bd.index.is_some()
+                || self.function_of(bd.site.scope) != f
+            {
+                return false;
+            }
+            let Some(value) = bd.value.map(unwrap_parens) else {
+                return false;
+            };
+            let moved = value
+                .field("function")
+                .filter(|g| value.kind_str() == "call" && g.kind_str() == "attribute")
+                .and_then(|g| {
+                    let o = g.field("object").filter(|o| o.kind_str() == "identifier")?;
+                    let m = self.text(g.field("attribute")?);
+                    (self.text(o) == bd.name && names::is_conversion_method(m)).then_some(o)
+                });
+            match moved {
+                Some(o) => match self.resolve(o, bd.site, o.start_byte()) {
+                    Some(prev) if prev != b => b = prev,
+                    _ => return false,
+                },
+                None => break value,
+            }
+        };
+        if !self.builds_fresh_module(value) {
             return false;
         }
-        // Random or hand-written input: a demo. A batch of the test set through an
-        // untrained model is the evaluation a tutorial shows before training.
+        // A batch of the test set through an untrained model is the evaluation a
+        // tutorial shows before training.
         let mut args = self.positional_args(c.node).peekable();
-        if args.peek().is_none() || !args.all(|a| self.fresh_tensor(a, c.site, 0)) {
+        if args.peek().is_none() || args.any(|a| self.drawn_batch(a, c.site, 0)) {
             return false;
         }
-        let name = bd.name;
+        let name = self.bindings[b].name;
         let (from, to) = (value.end_byte(), c.node.start_byte());
-        !self.calls.iter_enumerated().any(|(j, o)| {
+        let touched = self.calls.iter_enumerated().any(|(j, o)| {
             let at = o.node.start_byte();
             if at < from || at >= to {
                 return false;
@@ -997,16 +1022,46 @@ impl<'a> SemanticModel<'a> {
             if self.callee(j).is_some() {
                 return true;
             }
-            let method = match unwrap_parens(o.function).kind_str() {
-                "attribute" => o.function.field("attribute").map_or("", |a| self.text(a)),
-                _ => self.text(o.function),
+            let func = unwrap_parens(o.function);
+            let method = match func.kind_str() {
+                "attribute" => func.field("attribute").map_or("", |a| self.text(a)),
+                _ => self.text(func),
             };
             if matches!(method, "backward" | "step" | "fit" | "train_model")
                 || method.contains("load")
             {
                 return true;
             }
-            // `train(net, loader)`, `opt = SGD(net.parameters())` is fine until a step.
+            // `net.eval()`, `net.load_state_dict(...)`: anything but placement, casts,
+            // initialisation and reading its parameters.
+            let on_it = func.kind_str() == "attribute"
+                && func
+                    .field("object")
+                    .is_some_and(|r| self.text(unwrap_parens(r)) == name);
+            if on_it
+                && !(names::is_conversion_method(method)
+                    || matches!(
+                        method,
+                        "train"
+                            | "parameters"
+                            | "named_parameters"
+                            | "modules"
+                            | "children"
+                            | "apply"
+                            | "requires_grad_"
+                            | "state_dict"
+                    ))
+            {
+                return true;
+            }
+            // `train(net, loader)`; but `print(net)` shows it, and `opt =
+            // SGD(net.parameters())` is fine until a step.
+            if matches!(
+                method,
+                "print" | "len" | "type" | "repr" | "str" | "display"
+            ) {
+                return false;
+            }
             self.positional_args(o.node)
                 .chain(o.arguments.into_iter().flat_map(|a| {
                     let mut cur = a.walk();
@@ -1016,12 +1071,56 @@ impl<'a> SemanticModel<'a> {
                         .collect::<Vec<_>>()
                 }))
                 .any(|a| self.text(unwrap_parens(a)) == name)
-        })
+        });
+        !touched
+    }
+
+    /// Whether `e` is, or is computed from, evaluation data: a batch drawn from an
+    /// iterator by hand (`images, labels = next(iter(test_loader))`, `dataiter.next()`)
+    /// or a name that says so (`X_test`, `test_images`), through reshaping, placement,
+    /// indexing and the names bound to those.
+    fn drawn_batch(&self, e: Node<'a>, site: Site, depth: u32) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        let e = unwrap_parens(e);
+        match e.kind_str() {
+            "subscript" => e
+                .field("value")
+                .is_some_and(|v| self.drawn_batch(v, site, depth + 1)),
+            // Named as evaluation data (`X_test`, `test_images`), or drawn by hand.
+            "identifier" => {
+                let t = self.text(e);
+                names::is_eval_split_name(t)
+                    || t.rsplit('_').next().is_some_and(names::is_eval_split_name)
+                    || self
+                        .binding_of(e, site)
+                        .and_then(|b| b.value.map(|v| (v, b.site)))
+                        .is_some_and(|(v, s)| self.drawn_batch(v, s, depth + 1))
+            }
+            "call" => {
+                let Some(g) = e.field("function") else {
+                    return false;
+                };
+                match g.kind_str() {
+                    "identifier" => self.text(g) == "next",
+                    "attribute" => {
+                        let m = g.field("attribute").map_or("", |a| self.text(a));
+                        matches!(m, "next" | "__next__")
+                            || g.field("object")
+                                .is_some_and(|o| self.drawn_batch(o, site, depth + 1))
+                    }
+                    _ => false,
+                }
+            }
+            _ => false,
+        }
     }
 
     /// Whether `value` builds a new module with fresh weights: `Net(...)` of a module
-    /// class of the file whose constructor loads nothing, or an `nn` layer, optionally followed by placement and mode switches (`.to(device)`,
-    /// `.eval()`); none given a pretrained-weights or checkpoint argument.
+    /// class of the file whose constructor loads nothing, or an `nn` layer, optionally
+    /// followed by placement, casts and mode switches (`.to(device)`, `.eval()`); none
+    /// given a pretrained-weights or checkpoint argument.
     fn builds_fresh_module(&self, value: Node<'a>) -> bool {
         let mut v = unwrap_parens(value);
         // `Net().to(device).eval()`
@@ -1087,10 +1186,27 @@ impl<'a> SemanticModel<'a> {
                 // A class of another file may load weights in its constructor.
                 false
             }
-            "attribute" => g.field("object").is_some_and(|o| {
-                let o = self.text(o);
-                o == "nn" || o.ends_with(".nn")
-            }),
+            // A container of modules built elsewhere (`nn.Sequential(normalize,
+            // pretrained_resnet)`) holds their weights.
+            "attribute" => {
+                let container = g.field("attribute").is_some_and(|a| {
+                    matches!(
+                        self.text(a),
+                        "Sequential"
+                            | "ModuleList"
+                            | "ModuleDict"
+                            | "DataParallel"
+                            | "DistributedDataParallel"
+                    )
+                });
+                g.field("object").is_some_and(|o| {
+                    let o = self.text(o);
+                    o == "nn" || o.ends_with(".nn")
+                }) && !(container
+                    && self
+                        .positional_args(v)
+                        .any(|a| matches!(unwrap_parens(a).kind_str(), "identifier" | "attribute")))
+            }
             _ => false,
         }
     }
@@ -1101,79 +1217,6 @@ impl<'a> SemanticModel<'a> {
         self.class_of(f)
     }
 
-    /// Whether `e` is a tensor made up on the spot: `torch.randn(...)`, `torch.tensor([...])`
-    /// and the other constructors of `torch`, through reshaping and placement
-    /// (`.unsqueeze(0)`, `.to(device)`, indexing) and names bound to one.
-    fn fresh_tensor(&self, e: Node<'a>, site: Site, depth: u32) -> bool {
-        if depth > 8 {
-            return false;
-        }
-        let e = unwrap_parens(e);
-        match e.kind_str() {
-            "subscript" => e
-                .field("value")
-                .is_some_and(|v| self.fresh_tensor(v, site, depth + 1)),
-            "identifier" => self
-                .single_assigned_value(e, site)
-                .is_some_and(|(v, s)| self.fresh_tensor(v, s, depth + 1)),
-            "call" => {
-                let Some(g) = e.field("function") else {
-                    return false;
-                };
-                if g.kind_str() != "attribute" {
-                    return false;
-                }
-                let (Some(o), Some(a)) = (g.field("object"), g.field("attribute")) else {
-                    return false;
-                };
-                let m = self.text(a);
-                let torch = o.kind_str() == "identifier"
-                    && self
-                        .imports
-                        .get(self.text(o))
-                        .is_some_and(|q| q.segments() == ["torch"]);
-                if torch {
-                    return matches!(
-                        m,
-                        "randn"
-                            | "rand"
-                            | "randint"
-                            | "randn_like"
-                            | "rand_like"
-                            | "zeros"
-                            | "ones"
-                            | "empty"
-                            | "full"
-                            | "arange"
-                            | "linspace"
-                            | "tensor"
-                            | "Tensor"
-                            | "FloatTensor"
-                            | "LongTensor"
-                            | "eye"
-                    );
-                }
-                matches!(
-                    m,
-                    "to" | "cuda"
-                        | "cpu"
-                        | "float"
-                        | "double"
-                        | "half"
-                        | "long"
-                        | "unsqueeze"
-                        | "view"
-                        | "reshape"
-                        | "permute"
-                        | "transpose"
-                        | "expand"
-                        | "repeat"
-                        | "contiguous"
-                ) && self.fresh_tensor(o, site, depth + 1)
-            }
-            _ => false,
-        }
-    }
     /// Whether an argument of call `i` is, or is computed from, a `Variable(x,
     /// volatile=True)`, through the names it is bound to a few assignments deep
     /// (`inputs = Variable(inputs, volatile=True)`, `inputs = inputs.cuda()`,
