@@ -2212,15 +2212,18 @@ impl Resolver<'_> {
             return hit.clone();
         }
         let mut seen = std::collections::HashSet::new();
-        let found = self.definition_in(file, name, &mut seen);
+        let found = self.definition_in(file, name, true, &mut seen);
         self.memo.borrow_mut().insert(key, found.clone());
         found
     }
 
+    /// `named`: `name` was imported from `file` by name, so a file summarized from its
+    /// imports alone defines it; not so for a name looked for through `import *`.
     fn definition_in(
         &self,
         file: &Path,
         name: &str,
+        named: bool,
         seen: &mut std::collections::HashSet<(PathBuf, String)>,
     ) -> Option<(PathBuf, String)> {
         if seen.len() > 256 || !seen.insert((file.to_path_buf(), name.to_owned())) {
@@ -2243,7 +2246,7 @@ impl Resolver<'_> {
             if i.local == name {
                 if let Some(n) = &i.name {
                     let f = self.module_file(file, &i.module)?;
-                    return self.definition_in(&f, n, seen);
+                    return self.definition_in(&f, n, true, seen);
                 }
             }
         }
@@ -2256,6 +2259,7 @@ impl Resolver<'_> {
                     || self.files.contains_key(&d.join(name).join("__init__.py"))
             });
         if s.imports_only
+            && named
             && !submodule
             && !s.imports.iter().any(|i| i.local == name || i.local == "*")
         {
@@ -2263,7 +2267,7 @@ impl Resolver<'_> {
         }
         for i in s.imports.iter().filter(|i| i.local == "*") {
             if let Some(f) = self.module_file(file, &i.module) {
-                if let Some(d) = self.definition_in(&f, name, seen) {
+                if let Some(d) = self.definition_in(&f, name, false, seen) {
                     return Some(d);
                 }
             }
