@@ -1009,7 +1009,7 @@ impl<'a> SemanticModel<'a> {
         // A batch of the test set through an untrained model is the evaluation a
         // tutorial shows before training.
         let mut args = self.positional_args(c.node).peekable();
-        if args.peek().is_none() || args.any(|a| self.drawn_batch(a, c.site, 0)) {
+        if args.peek().is_none() || args.any(|a| self.evaluation_input(a, c.site, 0)) {
             return false;
         }
         let name = self.bindings[b].name;
@@ -1079,7 +1079,7 @@ impl<'a> SemanticModel<'a> {
     /// iterator by hand (`images, labels = next(iter(test_loader))`, `dataiter.next()`)
     /// or a name that says so (`X_test`, `test_images`), through reshaping, placement,
     /// indexing and the names bound to those.
-    fn drawn_batch(&self, e: Node<'a>, site: Site, depth: u32) -> bool {
+    fn evaluation_input(&self, e: Node<'a>, site: Site, depth: u32) -> bool {
         if depth > 8 {
             return false;
         }
@@ -1087,7 +1087,7 @@ impl<'a> SemanticModel<'a> {
         match e.kind_str() {
             "subscript" => e
                 .field("value")
-                .is_some_and(|v| self.drawn_batch(v, site, depth + 1)),
+                .is_some_and(|v| self.evaluation_input(v, site, depth + 1)),
             // Named as evaluation data (`X_test`, `test_images`), or drawn by hand.
             "identifier" => {
                 let t = self.text(e);
@@ -1096,7 +1096,7 @@ impl<'a> SemanticModel<'a> {
                     || self
                         .binding_of(e, site)
                         .and_then(|b| b.value.map(|v| (v, b.site)))
-                        .is_some_and(|(v, s)| self.drawn_batch(v, s, depth + 1))
+                        .is_some_and(|(v, s)| self.evaluation_input(v, s, depth + 1))
             }
             "call" => {
                 let Some(g) = e.field("function") else {
@@ -1108,7 +1108,7 @@ impl<'a> SemanticModel<'a> {
                         let m = g.field("attribute").map_or("", |a| self.text(a));
                         matches!(m, "next" | "__next__")
                             || g.field("object")
-                                .is_some_and(|o| self.drawn_batch(o, site, depth + 1))
+                                .is_some_and(|o| self.evaluation_input(o, site, depth + 1))
                     }
                     _ => false,
                 }
